@@ -1,0 +1,308 @@
+"""The PettingZoo AEC environment: a thin adapter over :mod:`block_env.engine`."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from block_env.engine import Match, RoundResult, parse_scenario
+from block_env.observations import ENCODINGS, encode, encode_state, layout_for, state_layout
+from block_env.render import render_image, render_text, seat_name
+from block_env.rules import Rules
+
+EPISODES = ("round", "match")
+REWARDS = ("zero_sum", "points", "win_loss")
+RENDER_MODES = ("human", "ansi", "rgb_array")
+
+
+def resolve_rules(rules: Rules | str | None) -> Rules:
+    """A Rules object from a Rules, a preset name, or None (the default rules)."""
+    if rules is None:
+        return Rules()
+    if isinstance(rules, Rules):
+        return rules
+    if isinstance(rules, str):
+        return Rules.preset(rules)
+    raise TypeError(f"rules must be a block_env.Rules, a preset name or None, got {type(rules).__name__}")
+
+
+def check_choice(name: str, value: object, choices: tuple[Any, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def as_action(action: object, num_actions: int) -> int:
+    """The action as a Python int; TypeError if it is not an integer, ValueError if out of range."""
+    if isinstance(action, np.ndarray) and action.shape == ():
+        action = action.item()
+    if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+        raise TypeError(
+            f"an action is an integer in 0..{num_actions - 1}, got {action!r} ({type(action).__name__})"
+        )
+    action = int(action)
+    if not 0 <= action < num_actions:
+        raise ValueError(f"action {action} is out of range 0..{num_actions - 1}")
+    return action
+
+
+def side_rewards(
+    rules: Rules, mode: str, result: RoundResult, episode_winner: int | None, episode_over: bool
+) -> list[float]:
+    """Reward per side for a step that ended a round (see raw_env's Rewards section).
+
+    ``episode_winner`` is the side that won the episode (the round, or the match), if any.
+    """
+    sides = rules.num_sides
+    if mode == "points":
+        return [float(x) for x in result.side_awards(sides)]
+    if mode == "zero_sum":
+        winner, size = result.winning_side, float(result.award)
+    else:  # win_loss: the outcome of the episode, given when it ends
+        winner, size = (episode_winner if episode_over else None), 1.0
+    if winner is None:
+        return [0.0] * sides
+    out = [-size / (sides - 1)] * sides
+    out[winner] = size
+    return out
+
+
+class raw_env(AECEnv):
+    """Block dominoes (RULES.md) as a PettingZoo AEC environment.
+
+    ## Description
+    Two to four players place tiles from their hands on either open end of a line, matching
+    that end's value; nobody draws, and a player who cannot place passes. The round ends when
+    a player places their last tile (domino) or every player passes in turn (blocked); the
+    winner scores the remaining pips (see RULES.md). ``rules`` chooses every variant.
+
+    ## Agents
+    ``"player_0"`` ... ``"player_{n-1}"``; seat order is turn order (clockwise).
+
+    ## Action Space
+    ``Discrete(2*T + 1)`` for a set of T tiles in canonical order (0,0), (0,1), ... (N,N):
+
+    | action | meaning |
+    |---|---|
+    | ``2*i`` | place tile i on the left end (the opening: tile (a, b) gives ends a, b) |
+    | ``2*i + 1`` | place tile i on the right end (not legal for the opening) |
+    | ``2*T`` | pass: legal only when no tile fits, and then the only legal action |
+
+    Under first_lead/next_lead "heaviest" the leader's only legal action is that tile.
+    ``step`` raises ValueError for an illegal or out-of-range action and TypeError for a
+    non-integer, naming the legal actions, and changes nothing.
+
+    ## Observation Space
+    ``{"observation": Box(float32), "action_mask": Box(int8, 2T+1)}``. The mask is all zeros
+    for every agent but the one to move. ``observation`` chooses the encoding: "vector"
+    (default) or "history"; ``block_env.decode_observation`` reads either back, and
+    ``python -m block_env.observations`` prints their piece tables. ``state()`` returns the
+    full-information state (all hands) for centralised critics.
+
+    ## Starting State
+    A shuffled deal of ``rules.resolved_hand_size`` tiles per seat; the rest are out of
+    play. The leader is drawn by lot (from the seeded RNG) or per ``rules.first_lead``.
+    ``reset(options={"hands": [[(a, b), ...], ...], "leader": i})`` scripts the first
+    round's deal (tiles not listed are out of play) and leader; "leader" may be omitted and
+    is ignored under first_lead "heaviest". Bad options raise ValueError and keep the
+    previous game.
+
+    ## Rewards
+    Given on the step that ends a round, to every agent of a side:
+    - "zero_sum" (default): the winning side +award, every other side -award/(S-1), S sides;
+    - "points": the winning side +award, everyone else 0 (CONTRACT.md);
+    - "win_loss": +1 to the side that wins the episode (the round, or the match in match
+      episodes), -1/(S-1) to the others, 0 to all on a tied block or a drawn match; only
+      given when the episode ends.
+
+    ## Episode End
+    ``episode="round"``: every agent terminates when the round ends. ``episode="match"``:
+    rounds are dealt (lead moving per ``rules.next_lead``) until a side reaches
+    ``rules.resolved_target``; then every agent terminates. Nothing truncates.
+    ``infos[agent]["round_result"]`` describes each finished round.
+
+    ## Arguments
+    ``rules``: a :class:`block_env.Rules`, a preset name (``block_env.PRESETS``) or None;
+    ``episode``: "round" | "match"; ``reward``: "zero_sum" | "points" | "win_loss";
+    ``observation``: "vector" | "history"; ``render_mode``: None | "human" | "ansi" | "rgb_array".
+
+    ## Version History
+    v0: initial release.
+    """
+
+    metadata = {
+        "render_modes": list(RENDER_MODES),
+        "name": "block_dominoes_v0",
+        "is_parallelizable": False,
+        "render_fps": 1,
+    }
+
+    def __init__(
+        self,
+        rules: Rules | str | None = None,
+        *,
+        episode: str = "round",
+        reward: str = "zero_sum",
+        observation: str = "vector",
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.rules = resolve_rules(rules)
+        check_choice("episode", episode, EPISODES)
+        check_choice("reward", reward, REWARDS)
+        check_choice("observation", observation, ENCODINGS)
+        check_choice("render_mode", render_mode, (None, *RENDER_MODES))
+        self.episode = episode
+        self.reward_mode = reward
+        self.observation_mode = observation
+        self.render_mode = render_mode
+
+        n = self.rules.num_players
+        self.possible_agents = [seat_name(s) for s in range(n)]
+        self.agent_name_mapping = {a: s for s, a in enumerate(self.possible_agents)}
+        self._num_actions = self.rules.tile_set.num_actions
+        layout = layout_for(self.rules, observation)
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32),
+                "action_mask": spaces.Box(0, 1, shape=(self._num_actions,), dtype=np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(self._num_actions) for a in self.possible_agents}
+        state = state_layout(self.rules)
+        self.state_space = spaces.Box(0.0, state.high(), shape=(state.size,), dtype=np.float32)
+        self.match: Match | None = None
+        self.round_number = 0
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    # -- episode ------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        scenario = parse_scenario(self.rules, options)  # ValueError before anything changes
+        if seed is not None or not hasattr(self, "_np_random_ready"):
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
+            self._np_random_ready = True
+        engine_seed = int(self.np_random.integers(0, 2**63 - 1))
+        self.match = Match(self.rules, engine_seed, scenario=scenario)
+        self.round_number = 1
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.agent_selection = self.possible_agents[self.match.round.current]
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        assert self.match is not None
+        try:
+            act = as_action(action, self._num_actions)
+        except ValueError as e:
+            raise ValueError(f"{e}; legal actions for {agent}: {self.match.round.describe_legal()}") from None
+        except TypeError as e:
+            raise TypeError(f"{e}; legal actions for {agent}: {self.match.round.describe_legal()}") from None
+        result = self.match.step(act)  # ValueError naming the legal actions; nothing changed
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        if result is not None:
+            self._end_round(result)
+        if not self.terminations[self.agent_selection]:
+            self.agent_selection = self.possible_agents[self.match.round.current]
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def _end_round(self, result: RoundResult) -> None:
+        assert self.match is not None
+        over = self.episode == "round" or self.match.is_over
+        episode_winner = result.winning_side if self.episode == "round" else self.match.winner_side
+        per_side = side_rewards(self.rules, self.reward_mode, result, episode_winner, over)
+        info = {
+            "round_result": {
+                "round": self.round_number,
+                "end": result.end,
+                "winner": None if result.winner is None else seat_name(result.winner),
+                "winning_side": result.winning_side,
+                "award": result.award,
+                "doubled": result.doubled,
+                "hand_pips": list(result.hand_pips),
+            },
+            "scores": list(self.match.scores),
+        }
+        for seat, agent in enumerate(self.possible_agents):
+            self.rewards[agent] = per_side[self.rules.side_of(seat)]
+            self.infos[agent] = dict(info)
+        if over:
+            for agent in self.agents:
+                self.terminations[agent] = True
+        else:
+            self.match.next_round()
+            self.round_number += 1
+
+    # -- observing ----------------------------------------------------------------------
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        assert self.match is not None, "call reset() before observe()"
+        seat = self.agent_name_mapping[agent]
+        rnd = self.match.round
+        obs = encode(self.observation_mode, rnd, seat, self.match.scores)
+        mask = np.zeros(self._num_actions, dtype=np.int8)
+        if agent == self.agent_selection and not self.terminations.get(agent, True):
+            mask[rnd.legal_actions()] = 1
+        return {"observation": obs, "action_mask": mask}
+
+    def state(self) -> np.ndarray:
+        assert self.match is not None, "call reset() before state()"
+        return encode_state(self.match.round, self.match.scores)
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode is None:
+            gymnasium.logger.warn("render() was called without a render_mode; pass render_mode= to the env.")
+            return None
+        assert self.match is not None, "call reset() before render()"
+        viewer = self.agent_name_mapping.get(self.agent_selection, 0)
+        rnd = self.match.round
+        if self.render_mode == "rgb_array":
+            return render_image(rnd, viewer)
+        text = render_text(rnd, self.match.scores, viewer, self.round_number)
+        if self.render_mode == "human":
+            print(text + "\n")
+            return None
+        return text
+
+    def close(self) -> None:
+        pass
+
+
+def env(
+    rules: Rules | str | None = None,
+    *,
+    episode: str = "round",
+    reward: str = "zero_sum",
+    observation: str = "vector",
+    render_mode: str | None = None,
+) -> AECEnv:
+    """``raw_env`` wrapped as PettingZoo's classic environments are: an illegal move ends the
+    game with reward -1 for the mover (TerminateIllegalWrapper), an out-of-range action
+    fails an assertion, and calls out of order are refused (OrderEnforcingWrapper)."""
+    wrapped: AECEnv = raw_env(rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
+    wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)
+    wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)
+    wrapped = wrappers.OrderEnforcingWrapper(wrapped)
+    return wrapped

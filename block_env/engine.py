@@ -1,0 +1,582 @@
+"""The Block dominoes rules engine: rounds and matches (RULES.md).
+
+Pure Python + the standard library: no PettingZoo, no Gymnasium, no numpy in the hot path.
+A :class:`Round` is one deal played out; a :class:`Match` deals rounds until the target.
+Both are deterministic under a seed, and ``copy()`` is cheap so that search agents can
+simulate from any position.
+
+Actions follow CONTRACT.md: ``2*i + e`` places tile i on end e (0 left, 1 right); ``2*T`` is
+the pass, legal only when nothing fits (a forced pass). The engine validates every action
+before changing anything, so a refused action leaves the state exactly as it was.
+"""
+
+from __future__ import annotations
+
+import numbers
+import random
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+from block_env.rules import Rules
+from block_env.tiles import Tile, TileSet, bit_indices, format_tile
+
+DOMINO = "domino"
+BLOCKED = "blocked"
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """How a round ended and who scored (RULES.md: domino award, blocked award).
+
+    Attributes:
+        end: "domino" (a player placed their last tile) or "blocked" (every player passed).
+        winner: the seat that went out, or in a blocked round the lightest seat of the
+            winning side; None after a tied block.
+        winning_side: the side that scores, or None after a tied block.
+        award: points the winning side scores (0 after a tied block).
+        doubled: the award was doubled by club_doubling.
+        hand_pips: pips left in each seat's hand.
+        side_pips: pips left on each side (a partnership adds both hands).
+    """
+
+    end: str
+    winner: int | None
+    winning_side: int | None
+    award: int
+    doubled: bool
+    hand_pips: tuple[int, ...]
+    side_pips: tuple[int, ...]
+
+    def side_awards(self, num_sides: int) -> list[int]:
+        """The award per side: the winner's award, 0 for everyone else."""
+        out = [0] * num_sides
+        if self.winning_side is not None:
+            out[self.winning_side] = self.award
+        return out
+
+
+@dataclass(frozen=True)
+class PublicView:
+    """What one seat knows at the table: its own hand plus everything public.
+
+    Seats here are absolute. ``voids[s]`` is a bitmask over suits seat s has shown it lacks
+    by passing (a pass on ends a, b proves no tile with a or b; RULES.md: must play).
+    """
+
+    seat: int
+    rules: Rules
+    hand: int
+    ends: tuple[int, int] | None
+    played: int
+    hand_counts: tuple[int, ...]
+    voids: tuple[int, ...]
+    moves: tuple[tuple[int, int], ...]
+    leader: int
+    current: int
+    passes: int
+
+    @property
+    def hand_tiles(self) -> list[Tile]:
+        return self.rules.tile_set.tiles_of(self.hand)
+
+    def unseen(self) -> int:
+        """Tiles this seat cannot see: in other hands or out of play."""
+        full = (1 << self.rules.tile_set.num_tiles) - 1
+        return full & ~self.hand & ~self.played
+
+
+class Round:
+    """One deal of Block, from the lead to a domino or a block.
+
+    Build one with :meth:`Round.start` (or :meth:`Match`). Hands are bitmasks over tile
+    indices; ``left``/``right`` are the open ends' values, -1 before the opening.
+    """
+
+    __slots__ = (
+        "rules",
+        "tiles",
+        "num_players",
+        "hands",
+        "counts",
+        "left",
+        "right",
+        "current",
+        "leader",
+        "passes",
+        "played",
+        "voids",
+        "moves",
+        "result",
+        "forced_opening",
+        "_legal",
+    )
+
+    def __init__(
+        self,
+        rules: Rules,
+        hands: Sequence[int],
+        leader: int,
+        forced_opening: int = -1,
+    ) -> None:
+        """A round about to be led by ``leader``; prefer :meth:`start`, which validates.
+
+        ``forced_opening`` is the index of the tile the leader must open with
+        (first_lead/next_lead "heaviest"), or -1 for a free lead.
+        """
+        self.rules = rules
+        self.tiles: TileSet = rules.tile_set
+        self.num_players = rules.num_players
+        self.hands = list(hands)
+        self.counts = [h.bit_count() for h in self.hands]
+        self.left = -1
+        self.right = -1
+        self.current = leader
+        self.leader = leader
+        self.passes = 0
+        self.played = 0
+        self.voids = [0] * self.num_players
+        self.moves: list[tuple[int, int]] = []
+        self.result: RoundResult | None = None
+        self.forced_opening = forced_opening
+        self._legal: list[int] | None = None
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, rules: Rules, hands: Sequence[int], lead: int | str) -> Round:
+        """Start a round from dealt ``hands`` (bitmasks, one per seat).
+
+        ``lead`` is a seat (a free lead) or ``"heaviest"``: the holder of the heaviest
+        double must lead it (RULES.md: first lead "heaviest").
+        """
+        if lead == "heaviest":
+            seat, tile = heaviest_holding(rules.tile_set, hands)
+            return cls(rules, hands, seat, forced_opening=tile)
+        if not isinstance(lead, int) or not 0 <= lead < rules.num_players:
+            raise ValueError(f"leader must be a seat 0..{rules.num_players - 1}, got {lead!r}")
+        return cls(rules, hands, lead)
+
+    @classmethod
+    def from_position(
+        cls,
+        rules: Rules,
+        hands: Sequence[int],
+        *,
+        ends: tuple[int, int] | None,
+        played: int,
+        current: int,
+        leader: int,
+        passes: int = 0,
+        voids: Sequence[int] | None = None,
+    ) -> Round:
+        """A round in the middle of play, e.g. one determinization of a public view.
+
+        Search agents sample the hidden hands and rebuild the position with this.
+        The move history is not rebuilt: only what legality and scoring need.
+        """
+        r = cls(rules, hands, leader)
+        r.current = current
+        if ends is not None:
+            r.left, r.right = ends
+        r.played = played
+        r.passes = passes
+        if voids is not None:
+            r.voids = list(voids)
+        return r
+
+    def copy(self) -> Round:
+        """An independent copy (the moves list is copied; everything else is immutable)."""
+        r = Round.__new__(Round)
+        r.rules = self.rules
+        r.tiles = self.tiles
+        r.num_players = self.num_players
+        r.hands = self.hands.copy()
+        r.counts = self.counts.copy()
+        r.left = self.left
+        r.right = self.right
+        r.current = self.current
+        r.leader = self.leader
+        r.passes = self.passes
+        r.played = self.played
+        r.voids = self.voids.copy()
+        r.moves = self.moves.copy()
+        r.result = self.result
+        r.forced_opening = self.forced_opening
+        r._legal = self._legal
+        return r
+
+    # -- queries ------------------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        return self.result is not None
+
+    @property
+    def ends(self) -> tuple[int, int] | None:
+        """(left, right) open values, or None before the opening."""
+        return None if self.left < 0 else (self.left, self.right)
+
+    def legal_actions(self) -> list[int]:
+        """Legal action ids for the seat to move, ascending (CONTRACT.md action layout).
+
+        Before the opening every held tile may open, on end 0 only (or just the forced
+        heaviest tile); afterwards each tile on each end it matches; the pass only when
+        nothing fits. Empty once the round is over.
+        """
+        if self._legal is not None:
+            return self._legal
+        if self.result is not None:
+            self._legal = []
+            return self._legal
+        hand = self.hands[self.current]
+        if self.left < 0:
+            if self.forced_opening >= 0:
+                legal = [2 * self.forced_opening]
+            else:
+                legal = [2 * i for i in bit_indices(hand)]
+        else:
+            suits = self.tiles.suit_masks
+            on_left = hand & suits[self.left]
+            on_right = hand & suits[self.right]
+            legal = []
+            fits = on_left | on_right
+            while fits:
+                low = fits & -fits
+                i2 = (low.bit_length() - 1) * 2
+                if on_left & low:
+                    legal.append(i2)
+                if on_right & low:
+                    legal.append(i2 + 1)
+                fits ^= low
+            if not legal:
+                legal = [self.tiles.pass_action]
+        self._legal = legal
+        return legal
+
+    def describe_legal(self) -> str:
+        return ", ".join(f"{a} ({self.tiles.describe_action(a)})" for a in self.legal_actions())
+
+    def public_view(self, seat: int) -> PublicView:
+        """Everything ``seat`` knows: own hand and the public record (no hidden tiles)."""
+        return PublicView(
+            seat=seat,
+            rules=self.rules,
+            hand=self.hands[seat],
+            ends=self.ends,
+            played=self.played,
+            hand_counts=tuple(self.counts),
+            voids=tuple(self.voids),
+            moves=tuple(self.moves),
+            leader=self.leader,
+            current=self.current,
+            passes=self.passes,
+        )
+
+    def line(self) -> list[Tile]:
+        """The line left to right, each tile oriented so touching halves meet."""
+        line: list[Tile] = []
+        tiles = self.tiles.tiles
+        left = right = -1
+        for _, action in self.moves:
+            if action == self.tiles.pass_action:
+                continue
+            x, y = tiles[action >> 1]
+            if left < 0:
+                line.append((x, y))
+                left, right = x, y
+            elif action & 1 == 0:
+                other = y if x == left else x
+                line.insert(0, (other, left))
+                left = other
+            else:
+                other = y if x == right else x
+                line.append((right, other))
+                right = other
+        return line
+
+    # -- play ---------------------------------------------------------------------------
+
+    def step(self, action: int) -> RoundResult | None:
+        """Play ``action`` for the seat to move; the round's result if it just ended.
+
+        ValueError (naming the legal actions) if the action is not legal; then nothing
+        has changed.
+        """
+        if self.result is not None:
+            raise ValueError("the round is over; no action is legal")
+        legal = self.legal_actions()
+        if action not in legal:
+            raise ValueError(
+                f"action {action!r} is not legal for seat {self.current}; "
+                f"legal actions: {self.describe_legal()}"
+            )
+        self.apply(action)
+        return self.result
+
+    def apply(self, action: int) -> None:
+        """Play ``action`` without checking it (callers took it from legal_actions())."""
+        seat = self.current
+        self._legal = None
+        self.moves.append((seat, action))
+        n = self.num_players
+        if action == self.tiles.pass_action:
+            # RULES.md: must play. A pass proves the seat holds neither end's suit.
+            self.voids[seat] |= (1 << self.left) | (1 << self.right)
+            self.passes += 1
+            if self.passes == n:
+                self._finish(BLOCKED, None, False)
+            else:
+                self.current = (seat + 1) % n
+            return
+        i = action >> 1
+        bit = 1 << i
+        x, y = self.tiles.tiles[i]
+        if self.left < 0:
+            self.left, self.right = x, y
+            fitted_both = False
+        else:
+            suits = self.tiles.suit_masks
+            fitted_both = bool(suits[self.left] & bit) and bool(suits[self.right] & bit)
+            if action & 1:
+                self.right = y if x == self.right else x
+            else:
+                self.left = y if x == self.left else x
+        self.hands[seat] &= ~bit
+        self.counts[seat] -= 1
+        self.played |= bit
+        self.passes = 0
+        if self.counts[seat] == 0:
+            self._finish(DOMINO, seat, x == y or fitted_both)
+        else:
+            self.current = (seat + 1) % n
+
+    def _finish(self, end: str, went_out: int | None, club_tile: bool) -> None:
+        rules = self.rules
+        pips = self.tiles.pips
+        hand_pips = tuple(sum(pips[i] for i in bit_indices(h)) for h in self.hands)
+        side_pips = [0] * rules.num_sides
+        for seat, p in enumerate(hand_pips):
+            side_pips[rules.side_of(seat)] += p
+        total = sum(side_pips)
+        doubled = False
+        if end == DOMINO:
+            assert went_out is not None
+            winner: int | None = went_out
+            side: int | None = rules.side_of(went_out)
+            # RULES.md domino award: all opponents' pips (a partner's hand is not an opponent's).
+            award = total - side_pips[side]
+            if rules.club_doubling and club_tile:
+                award *= 2
+                doubled = True
+        else:
+            lowest = min(side_pips)
+            if side_pips.count(lowest) > 1:
+                winner = side = None  # RULES.md: a tie for lowest scores nobody
+                award = 0
+            else:
+                side = side_pips.index(lowest)
+                others = total - lowest
+                award = others - lowest if rules.blocked_scoring == "subtract_own" else others
+                # The lightest seat of the winning side (first from the leader on a tie).
+                order = [(self.leader + k) % self.num_players for k in range(self.num_players)]
+                winner = min(
+                    (s for s in order if rules.side_of(s) == side), key=lambda s: hand_pips[s]
+                )
+        self.result = RoundResult(
+            end=end,
+            winner=winner,
+            winning_side=side,
+            award=award,
+            doubled=doubled,
+            hand_pips=hand_pips,
+            side_pips=tuple(side_pips),
+        )
+        self._legal = []
+
+    def __repr__(self) -> str:
+        hands = " / ".join(" ".join(format_tile(t) for t in self.tiles.tiles_of(h)) for h in self.hands)
+        return f"Round(ends={self.ends}, current={self.current}, hands={hands}, result={self.result})"
+
+
+def heaviest_holding(tiles: TileSet, hands: Sequence[int]) -> tuple[int, int]:
+    """(seat, tile index) of the heaviest double held, else of the heaviest tile held.
+
+    RULES.md first lead "heaviest": [6|6], else [5|5], ...; with no double dealt, the
+    heaviest tile, ties between equal totals to the tile with the higher half.
+    """
+    held = 0
+    for h in hands:
+        held |= h
+    for v in range(tiles.max_pip, -1, -1):
+        d = tiles.double_index[v]
+        if held >> d & 1:
+            return _holder(hands, d), d
+    if not held:
+        raise ValueError("no tile is held, so nobody can lead")
+    best = max(bit_indices(held), key=lambda i: (tiles.pips[i], tiles.tiles[i][1]))
+    return _holder(hands, best), best
+
+
+def _holder(hands: Sequence[int], tile: int) -> int:
+    for seat, h in enumerate(hands):
+        if h >> tile & 1:
+            return seat
+    raise AssertionError("tile not held")
+
+
+def deal(rules: Rules, rng: random.Random) -> list[int]:
+    """Shuffle the set and deal ``resolved_hand_size`` tiles to each seat (bitmasks)."""
+    order = list(range(rules.tile_set.num_tiles))
+    rng.shuffle(order)
+    size = rules.resolved_hand_size
+    hands = []
+    for seat in range(rules.num_players):
+        mask = 0
+        for i in order[seat * size : (seat + 1) * size]:
+            mask |= 1 << i
+        hands.append(mask)
+    return hands
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scripted first round: hands as bitmasks, and the leader (None = by rule)."""
+
+    hands: tuple[int, ...] | None
+    leader: int | None
+
+
+SCENARIO_KEYS = ("hands", "leader")
+
+
+def parse_scenario(rules: Rules, options: object) -> Scenario | None:
+    """Validate reset ``options`` ({"hands": [[(a, b), ...], ...], "leader": i}).
+
+    ValueError names what is wrong: a wrong number of hands, an empty hand,
+    a tile outside the set, a tile dealt twice, or a leader that is not a seat. Tiles not
+    listed are out of play; unknown keys are ignored with a warning. "leader" is ignored under first_lead "heaviest" (CONTRACT.md).
+    """
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise ValueError(f"options must be a dict with keys {SCENARIO_KEYS}, got {options!r}")
+    unknown = set(options) - set(SCENARIO_KEYS)
+    if unknown:
+        # Not an error: PettingZoo's api_test resets with an arbitrary option to check that
+        # envs tolerate options they do not use. A typo still gets named.
+        warnings.warn(
+            f"reset options {sorted(map(str, unknown))} are not used; block_env reads {list(SCENARIO_KEYS)}",
+            stacklevel=3,
+        )
+    hands = options.get("hands")
+    leader = options.get("leader")
+    masks = _hands_from_tiles(rules, hands) if hands is not None else None
+    if leader is not None:
+        n = rules.num_players
+        if isinstance(leader, bool) or not isinstance(leader, numbers.Integral) or not 0 <= leader < n:
+            raise ValueError(f"options['leader'] must be a seat 0..{n - 1}, got {leader!r}")
+        leader = int(leader)
+        if rules.first_lead == "heaviest":
+            leader = None
+    if masks is None and leader is None:
+        return None
+    return Scenario(hands=masks, leader=leader)
+
+
+def _hands_from_tiles(rules: Rules, hands: object) -> tuple[int, ...]:
+    n = rules.num_players
+    if not isinstance(hands, (list, tuple)) or len(hands) != n:
+        got = f"{len(hands)} lists" if isinstance(hands, (list, tuple)) else repr(hands)
+        raise ValueError(f"options['hands'] needs one list of tiles per seat ({n} lists), got {got}")
+    masks: list[int] = []
+    seen = 0
+    ts = rules.tile_set
+    for seat, hand in enumerate(hands):
+        if not isinstance(hand, (list, tuple)) or not hand:
+            raise ValueError(f"options['hands'][{seat}] must be a non-empty list of (a, b) tiles, got {hand!r}")
+        mask = 0
+        for tile in hand:
+            try:
+                i = ts.tile_index(tile)
+            except ValueError as e:
+                raise ValueError(f"options['hands'][{seat}]: {e}") from None
+            if (seen | mask) >> i & 1:
+                raise ValueError(f"options['hands'][{seat}]: tile {format_tile(ts.tiles[i])} is dealt twice")
+            mask |= 1 << i
+        seen |= mask
+        masks.append(mask)
+    return tuple(masks)
+
+
+class Match:
+    """Rounds dealt until a side reaches the target (RULES.md: match target, later leaders).
+
+    ``scores`` are per side. After each round's award the target is checked: reaching or
+    passing it wins, excess kept; a tie for the highest qualifying score is a draw.
+    """
+
+    def __init__(self, rules: Rules, seed: int | None = None, *, scenario: Scenario | None = None) -> None:
+        """Deal the first round from ``seed`` (OS entropy if None), or as ``scenario``
+        scripts it (build one with :func:`parse_scenario`)."""
+        self.rules = rules
+        self.rng = random.Random(seed)
+        self.scores = [0] * rules.num_sides
+        self.results: list[RoundResult] = []
+        self.winner_side: int | None = None
+        self.is_draw = False
+        hands = scenario.hands if scenario is not None and scenario.hands is not None else None
+        if hands is None:
+            hands = deal(rules, self.rng)
+        lead: int | str
+        if rules.first_lead == "heaviest":
+            lead = "heaviest"
+        elif scenario is not None and scenario.leader is not None:
+            lead = scenario.leader
+        else:
+            lead = self.rng.randrange(rules.num_players)  # RULES.md: first leader by fair lot
+        self.round = Round.start(rules, hands, lead)
+
+    @property
+    def is_over(self) -> bool:
+        return self.winner_side is not None or self.is_draw
+
+    def step(self, action: int) -> RoundResult | None:
+        """Play ``action`` in the current round; when the round ends, award it, check the
+        target and return the result (call :meth:`next_round` to deal the next one)."""
+        result = self.round.step(action)
+        if result is not None:
+            self._award(result)
+        return result
+
+    def _award(self, result: RoundResult) -> None:
+        self.results.append(result)
+        if result.winning_side is not None:
+            self.scores[result.winning_side] += result.award
+        target = self.rules.resolved_target
+        best = max(self.scores)
+        if best >= target:
+            leaders = [side for side, s in enumerate(self.scores) if s == best]
+            if len(leaders) == 1:
+                self.winner_side = leaders[0]
+            else:
+                self.is_draw = True
+
+    def next_round(self) -> Round:
+        """Deal the next round; the lead moves per ``rules.next_lead``."""
+        if self.round.result is None:
+            raise ValueError("the current round is not over yet")
+        if self.is_over:
+            raise ValueError("the match is over")
+        previous = self.round
+        rule = self.rules.next_lead
+        hands = deal(self.rules, self.rng)
+        lead: int | str
+        if rule == "heaviest":
+            lead = "heaviest"
+        elif rule == "winner" and previous.result is not None and previous.result.winner is not None:
+            lead = previous.result.winner
+        else:  # rotate, and "winner" after a tied block
+            lead = (previous.leader + 1) % self.rules.num_players
+        self.round = Round.start(self.rules, hands, lead)
+        return self.round

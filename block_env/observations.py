@@ -1,0 +1,341 @@
+"""Observation encodings as named pieces over one flat float32 buffer.
+
+Following OpenSpiel's observer idea, each encoding is a :class:`Layout`: a table of
+:class:`Piece` (name, shape, bound, meaning) laid end to end. The same table documents the
+encoding (``python -m block_env.observations`` prints it), builds the Box bounds, and drives
+:func:`decode_observation`. Pure numpy: no PettingZoo or Gymnasium here.
+
+Player observations are seat-relative: relative seat 0 is the observer, 1 the next seat
+clockwise, and so on; relative side 0 is the observer's side. They hold only the
+observer's own hand plus public facts (the line, tiles played, hand counts, voids shown by
+passes, scores), so no hidden tile can leak. ``state`` is the full-information encoding
+for centralised critics, in absolute seats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from block_env.engine import Round
+from block_env.rules import Rules
+from block_env.tiles import bit_indices
+
+ENCODINGS = ("vector", "history")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One named block of an encoding: ``shape`` values in [0, high]."""
+
+    name: str
+    shape: tuple[int, ...]
+    high: float
+    meaning: str
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Pieces laid end to end over one flat float32 vector."""
+
+    name: str
+    pieces: tuple[Piece, ...]
+    slices: dict[str, slice] = field(init=False, repr=False)
+    size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        slices = {}
+        start = 0
+        for p in self.pieces:
+            slices[p.name] = slice(start, start + p.size)
+            start += p.size
+        object.__setattr__(self, "slices", slices)
+        object.__setattr__(self, "size", start)
+
+    def piece(self, name: str) -> Piece:
+        for p in self.pieces:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        """Named, reshaped views into ``buffer`` (writes go through)."""
+        if buffer.shape != (self.size,):
+            raise ValueError(
+                f"a {self.name!r} observation for these rules has shape ({self.size},), got {buffer.shape}"
+            )
+        return {p.name: buffer[self.slices[p.name]].reshape(p.shape) for p in self.pieces}
+
+    def high(self) -> np.ndarray:
+        return np.concatenate([np.full(p.size, p.high, dtype=np.float32) for p in self.pieces])
+
+    def markdown(self) -> str:
+        rows = ["| piece | offset | shape | range | meaning |", "|---|---|---|---|---|"]
+        for p in self.pieces:
+            s = self.slices[p.name]
+            high = int(p.high) if float(p.high).is_integer() else round(p.high, 3)
+            rows.append(f"| `{p.name}` | {s.start} | {p.shape} | 0..{high} | {p.meaning} |")
+        rows.append(f"| total | | ({self.size},) | | |")
+        return "\n".join(rows)
+
+
+def max_moves(rules: Rules) -> int:
+    """An upper bound on moves in one round: between placements at most n-1 passes, and a
+    block ends on the n-th; at most T placements (RULES.md: round end)."""
+    return rules.num_players * (rules.tile_set.num_tiles + 1)
+
+
+def _max_score_fraction(rules: Rules) -> float:
+    # Highest score reachable: just under the target plus the largest possible award
+    # (every pip of the set, doubled by club scoring).
+    target = rules.resolved_target
+    return float(target - 1 + 2 * rules.tile_set.total_pips) / target
+
+
+@lru_cache(maxsize=None)
+def vector_layout(rules: Rules) -> Layout:
+    """The default "vector" encoding for ``rules``."""
+    t = rules.tile_set.num_tiles
+    s = rules.tile_set.num_suits
+    n = rules.num_players
+    return Layout(
+        "vector",
+        (
+            Piece("hand", (t,), 1, "1 where the observer holds tile i (canonical tile order)"),
+            Piece("ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"),
+            Piece("played", (t,), 1, "1 where tile i is in the line"),
+            Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
+            Piece("leader", (n,), 1, "one-hot relative seat that led this round"),
+            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
+            Piece("voids", (n, s), 1, "1 where a relative seat has shown by passing that it lacks a suit"),
+            Piece("passes", (1,), n, "consecutive passes since the last tile was placed"),
+            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side (0 = observer's)"),
+        ),
+    )
+
+
+@lru_cache(maxsize=None)
+def history_layout(rules: Rules) -> Layout:
+    """The "history" encoding: own hand plus the public move sequence, for sequence models."""
+    t = rules.tile_set.num_tiles
+    n = rules.num_players
+    return Layout(
+        "history",
+        (
+            Piece("hand", (t,), 1, "1 where the observer holds tile i"),
+            Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
+            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
+            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side"),
+            Piece("num_moves", (1,), max_moves(rules), "moves so far this round (rows of `moves` in use)"),
+            Piece(
+                "moves",
+                (max_moves(rules), n + t + 3),
+                1,
+                "one row per move this round, oldest first: one-hot relative seat (n), one-hot tile (T), "
+                "pass flag, placed on left end, placed on right end; unused rows are zero",
+            ),
+        ),
+    )
+
+
+@lru_cache(maxsize=None)
+def state_layout(rules: Rules) -> Layout:
+    """The full-information ``state()`` encoding for centralised critics (absolute seats)."""
+    t = rules.tile_set.num_tiles
+    s = rules.tile_set.num_suits
+    n = rules.num_players
+    return Layout(
+        "state",
+        (
+            Piece("hands", (n, t), 1, "1 where seat k holds tile i"),
+            Piece("ends", (2, s), 1, "one-hot left/right end values; zeros before the opening"),
+            Piece("played", (t,), 1, "1 where tile i is in the line"),
+            Piece("to_play", (n,), 1, "one-hot seat to move; zeros once the round is over"),
+            Piece("leader", (n,), 1, "one-hot seat that led this round"),
+            Piece("voids", (n, s), 1, "suits each seat has shown it lacks"),
+            Piece("passes", (1,), n, "consecutive passes since the last placement"),
+            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per side"),
+        ),
+    )
+
+
+def layout_for(rules: Rules, observation: str) -> Layout:
+    if observation == "vector":
+        return vector_layout(rules)
+    if observation == "history":
+        return history_layout(rules)
+    raise ValueError(f"observation must be one of {', '.join(map(repr, ENCODINGS))}; got {observation!r}")
+
+
+def _set_bits(row: np.ndarray, mask: int) -> None:
+    for i in bit_indices(mask):
+        row[i] = 1.0
+
+
+def encode(
+    observation: str, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None
+) -> np.ndarray:
+    """Encode what ``seat`` observes of ``rnd`` (plus match ``scores`` per side)."""
+    rules = rnd.rules
+    layout = layout_for(rules, observation)
+    buf = np.zeros(layout.size, dtype=np.float32) if out is None else out
+    if out is not None:
+        buf.fill(0.0)
+    v = layout.views(buf)
+    n = rules.num_players
+    _set_bits(v["hand"], rnd.hands[seat])
+    if rnd.result is None:
+        v["to_play"][(rnd.current - seat) % n] = 1.0
+    for r in range(n):
+        v["hand_counts"][r] = rnd.counts[(seat + r) % n]
+    _encode_scores(v["scores"], rules, scores, rules.side_of(seat))
+    if observation == "vector":
+        if rnd.left >= 0:
+            v["ends"][0, rnd.left] = 1.0
+            v["ends"][1, rnd.right] = 1.0
+        _set_bits(v["played"], rnd.played)
+        v["leader"][(rnd.leader - seat) % n] = 1.0
+        for r in range(n):
+            _set_bits(v["voids"][r], rnd.voids[(seat + r) % n])
+        v["passes"][0] = rnd.passes
+    else:
+        t = rules.tile_set.num_tiles
+        pass_action = rules.tile_set.pass_action
+        moves = v["moves"]
+        v["num_moves"][0] = len(rnd.moves)
+        for k, (mover, action) in enumerate(rnd.moves):
+            row = moves[k]
+            row[(mover - seat) % n] = 1.0
+            if action == pass_action:
+                row[n + t] = 1.0
+            else:
+                row[n + (action >> 1)] = 1.0
+                row[n + t + 1 + (action & 1)] = 1.0
+    return buf
+
+
+def _encode_scores(out: np.ndarray, rules: Rules, scores: Sequence[int], my_side: int) -> None:
+    sides = rules.num_sides
+    target = rules.resolved_target
+    for r in range(sides):
+        out[r] = scores[(my_side + r) % sides] / target
+
+
+def encode_state(rnd: Round, scores: Sequence[int]) -> np.ndarray:
+    """The full-information state (every hand), absolute seats."""
+    rules = rnd.rules
+    layout = state_layout(rules)
+    buf = np.zeros(layout.size, dtype=np.float32)
+    v = layout.views(buf)
+    for seat in range(rules.num_players):
+        _set_bits(v["hands"][seat], rnd.hands[seat])
+        _set_bits(v["voids"][seat], rnd.voids[seat])
+    if rnd.left >= 0:
+        v["ends"][0, rnd.left] = 1.0
+        v["ends"][1, rnd.right] = 1.0
+    _set_bits(v["played"], rnd.played)
+    if rnd.result is None:
+        v["to_play"][rnd.current] = 1.0
+    v["leader"][rnd.leader] = 1.0
+    v["passes"][0] = rnd.passes
+    _encode_scores(v["scores"], rules, scores, 0)
+    return buf
+
+
+def _tiles_where(rules: Rules, row: np.ndarray) -> list[tuple[int, int]]:
+    tiles = rules.tile_set.tiles
+    return [tiles[i] for i in np.flatnonzero(row > 0.5)]
+
+
+def _one_hot_index(row: np.ndarray) -> int | None:
+    hits = np.flatnonzero(row > 0.5)
+    return int(hits[0]) if len(hits) else None
+
+
+def decode_observation(vector: Any, rules: Rules | None = None, observation: str = "vector") -> dict[str, Any]:
+    """Read an observation vector back into named parts (seat-relative).
+
+    For the default "vector" encoding: ``hand`` (list of (a, b)), ``ends`` (None before the
+    opening, else (left, right)), ``played``, ``to_play`` and ``leader`` (relative seats;
+    ``to_play`` None once the round is over), ``hand_counts`` and ``voids`` (per relative
+    seat; voids as sorted suit lists), ``passes`` and ``scores`` (per relative side, in
+    points). For "history": ``hand``, ``to_play``, ``hand_counts``, ``scores``, ``moves``
+    (list of (relative seat, action id)) and ``ends``/``played`` replayed from the moves.
+    Accepts the observation dict from the env too (its "observation" entry is read).
+    """
+    rules = rules if rules is not None else Rules()
+    if isinstance(vector, dict):
+        vector = vector["observation"]
+    buf = np.asarray(vector, dtype=np.float32)
+    layout = layout_for(rules, observation)
+    v = layout.views(buf)
+    target = rules.resolved_target
+    out: dict[str, Any] = {
+        "hand": _tiles_where(rules, v["hand"]),
+        "to_play": _one_hot_index(v["to_play"]),
+        "hand_counts": [int(round(x)) for x in v["hand_counts"]],
+        "scores": [int(round(x * target)) for x in v["scores"]],
+    }
+    if observation == "vector":
+        left = _one_hot_index(v["ends"][0])
+        right = _one_hot_index(v["ends"][1])
+        out["ends"] = None if left is None or right is None else (left, right)
+        out["played"] = _tiles_where(rules, v["played"])
+        out["leader"] = _one_hot_index(v["leader"])
+        out["voids"] = [[int(s) for s in np.flatnonzero(row > 0.5)] for row in v["voids"]]
+        out["passes"] = int(round(float(v["passes"][0])))
+        return out
+    n = rules.num_players
+    t = rules.tile_set.num_tiles
+    moves = []
+    for row in v["moves"][: int(round(float(v["num_moves"][0])))]:
+        mover = int(np.argmax(row[:n]))
+        if row[n + t] > 0.5:
+            action = rules.tile_set.pass_action
+        else:
+            action = 2 * int(np.argmax(row[n : n + t])) + int(row[n + t + 2] > 0.5)
+        moves.append((mover, action))
+    out["moves"] = moves
+    ends, played = replay_ends(rules, [a for _, a in moves])
+    out["ends"] = ends
+    out["played"] = played
+    return out
+
+
+def replay_ends(rules: Rules, actions: Sequence[int]) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    """(ends, tiles played) after ``actions`` from an empty line."""
+    ts = rules.tile_set
+    left = right = -1
+    played = []
+    for a in actions:
+        if a == ts.pass_action:
+            continue
+        x, y = ts.tiles[a >> 1]
+        played.append((x, y))
+        if left < 0:
+            left, right = x, y
+        elif a & 1:
+            right = y if x == right else x
+        else:
+            left = y if x == left else x
+    return (None if left < 0 else (left, right)), sorted(played)
+
+
+def markdown_tables(rules: Rules | None = None) -> str:
+    """Every encoding's piece table for ``rules`` (default rules if None), as Markdown."""
+    rules = rules if rules is not None else Rules()
+    parts = []
+    for layout in (vector_layout(rules), history_layout(rules), state_layout(rules)):
+        parts.append(f"#### `{layout.name}`\n\n{layout.markdown()}\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":  # pragma: no cover - documentation helper
+    print(markdown_tables())

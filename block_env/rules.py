@@ -1,0 +1,180 @@
+"""The game rules as one frozen, validated dataclass, plus named presets (RULES.md).
+
+Every rule choice of RULES.md is a field of :class:`Rules`; env options (episode, reward,
+observation, render mode) live elsewhere. ``Rules`` validates itself at construction and
+raises ``ValueError`` naming the field and what it accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from block_env.tiles import TileSet, tile_set
+
+FIRST_LEADS = ("lot", "heaviest")
+NEXT_LEADS = ("rotate", "winner", "heaviest")
+BLOCKED_SCORINGS = ("subtract_own", "others_total")
+MIN_PLAYERS, MAX_PLAYERS = 2, 4
+#: Double-two up to double-twelve; RULES.md uses 6 (default), 8 and 9.
+MIN_PIP, MAX_PIP = 2, 12
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None) -> None:
+    # bool is an int subclass; True players is a bug, not a 1.
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"Rules.{name} must be an int, got {value!r} ({type(value).__name__})")
+    if value < low or (high is not None and value > high):
+        allowed = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"Rules.{name} must be in {allowed}, got {value}")
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"Rules.{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+
+
+def _check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"Rules.{name} must be a bool, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules of one Block dominoes game (RULES.md; fields per CONTRACT.md).
+
+    Attributes:
+        num_players: 2, 3 or 4 seats; turns go clockwise, seat + 1.
+        max_pip: the set is double-``max_pip``: 6 (28 tiles, default), 8 (45), 9 (55).
+        hand_size: tiles dealt to each seat; None = 7 with 2 players or partnerships,
+            5 with 3 or 4 individuals. The rest of the set is out of play, never drawn.
+        target: match target; None = 100 with 2 players or partnerships, 61 with 3-4.
+        partnership: 4 players only; seats 0+2 and 1+3 are sides and pool their pips.
+        first_lead: "lot" (uniform seat from the seeded RNG; free opening tile) or
+            "heaviest" (holder of the heaviest double must lead it; with no double dealt,
+            the heaviest tile, ties to the higher half).
+        next_lead: "rotate" (one seat clockwise from the previous leader), "winner"
+            (previous round's winner leads any tile; after a tied block the lead rotates),
+            or "heaviest" (as first_lead "heaviest", every round).
+        blocked_scoring: "subtract_own" (others' pips minus own) or "others_total".
+        club_doubling: double the award when the winner goes out with a double or with a
+            tile that fitted both open ends.
+    """
+
+    num_players: int = 2
+    max_pip: int = 6
+    hand_size: int | None = None
+    target: int | None = None
+    partnership: bool = False
+    first_lead: str = "lot"
+    next_lead: str = "rotate"
+    blocked_scoring: str = "subtract_own"
+    club_doubling: bool = False
+
+    def __post_init__(self) -> None:
+        _check_int("num_players", self.num_players, MIN_PLAYERS, MAX_PLAYERS)
+        _check_int("max_pip", self.max_pip, MIN_PIP, MAX_PIP)
+        _check_bool("partnership", self.partnership)
+        _check_bool("club_doubling", self.club_doubling)
+        if self.partnership and self.num_players != 4:
+            raise ValueError(
+                f"Rules.partnership needs num_players=4 (partners sit opposite), "
+                f"got num_players={self.num_players}"
+            )
+        num_tiles = self.tile_set.num_tiles
+        if self.hand_size is not None:
+            _check_int("hand_size", self.hand_size, 1, None)
+        if self.num_players * self.resolved_hand_size > num_tiles:
+            raise ValueError(
+                f"Rules.hand_size: {self.num_players} players x {self.resolved_hand_size} tiles "
+                f"is more than the {num_tiles} tiles of a double-{self.max_pip} set; "
+                f"allowed 1..{num_tiles // self.num_players}"
+            )
+        if self.target is not None:
+            _check_int("target", self.target, 1, None)
+        _check_choice("first_lead", self.first_lead, FIRST_LEADS)
+        _check_choice("next_lead", self.next_lead, NEXT_LEADS)
+        _check_choice("blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
+
+    # Resolved values: what None means for these rules (RULES.md defaults table).
+    @property
+    def resolved_hand_size(self) -> int:
+        if self.hand_size is not None:
+            return self.hand_size
+        return 7 if self.num_players == 2 or self.partnership else 5
+
+    @property
+    def resolved_target(self) -> int:
+        if self.target is not None:
+            return self.target
+        return 100 if self.num_players == 2 or self.partnership else 61
+
+    @property
+    def tile_set(self) -> TileSet:
+        return tile_set(self.max_pip)
+
+    @property
+    def num_sides(self) -> int:
+        """A side is a player, or a partnership of two opposite seats."""
+        return 2 if self.partnership else self.num_players
+
+    def side_of(self, seat: int) -> int:
+        return seat % 2 if self.partnership else seat
+
+    def seats_of(self, side: int) -> tuple[int, ...]:
+        return (side, side + 2) if self.partnership else (side,)
+
+    def replace(self, **changes: Any) -> Rules:
+        """A copy with ``changes`` applied, validated like any new Rules."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"unknown Rules field(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def preset(cls, name: str) -> Rules:
+        """A named preset (see :data:`PRESETS`); ValueError lists the names if unknown."""
+        try:
+            return PRESETS[name]
+        except KeyError:
+            raise ValueError(
+                f"unknown rules preset {name!r}; presets: {', '.join(PRESETS)}"
+            ) from None
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Rules:
+        """Rules from a mapping of field values (e.g. a YAML config); unknown keys are errors."""
+        if not isinstance(values, dict):
+            raise ValueError(f"rules must be a mapping of Rules fields, got {values!r}")
+        return cls().replace(**values)
+
+
+#: Named presets. "standard" is Pagat's representative game (RULES.md default); "house_*"
+#: are the house rules of seed 001 (heaviest double leads the first hand, the winner leads
+#: the next, blocked wins score the others' total, 100 points for everyone).
+PRESETS: dict[str, Rules] = {
+    "standard": Rules(),
+    "standard_3p": Rules(num_players=3),
+    "standard_4p": Rules(num_players=4),
+    "partnership": Rules(num_players=4, partnership=True),
+    "house": Rules(first_lead="heaviest", next_lead="winner", blocked_scoring="others_total", target=100),
+    "house_3p": Rules(
+        num_players=3, first_lead="heaviest", next_lead="winner", blocked_scoring="others_total", target=100
+    ),
+    "house_4p": Rules(
+        num_players=4, first_lead="heaviest", next_lead="winner", blocked_scoring="others_total", target=100
+    ),
+    "house_4p_full": Rules(
+        num_players=4,
+        hand_size=7,
+        first_lead="heaviest",
+        next_lead="winner",
+        blocked_scoring="others_total",
+        target=100,
+    ),
+    "highest_double": Rules(first_lead="heaviest", next_lead="heaviest"),
+    "club": Rules(club_doubling=True),
+    "hungarian": Rules(max_pip=8),
+    "double_nine_4p": Rules(num_players=4, max_pip=9, hand_size=10),
+}

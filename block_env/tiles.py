@@ -1,0 +1,134 @@
+"""Tiles, sets and the action layout (CONTRACT.md: "Tiles and actions").
+
+A double-N set holds every pair (a, b) with 0 <= a <= b <= N, in canonical order
+(0,0), (0,1), ..., (0,N), (1,1), ..., (N,N). A tile's index is its position in that list,
+and a tile is always written low half first. Hands and sets of tiles are kept as Python
+int bitmasks over tile indices (bit i = tile i): legality is then one AND per open end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+Tile = tuple[int, int]
+
+#: The end a tile is placed on: 0 = left end, 1 = right end (CONTRACT.md).
+LEFT_END = 0
+RIGHT_END = 1
+
+
+@dataclass(frozen=True)
+class TileSet:
+    """The tiles of a double-``max_pip`` set and the lookup tables the engine uses.
+
+    Build one with :func:`tile_set`, which caches it per ``max_pip``.
+    """
+
+    max_pip: int
+    tiles: tuple[Tile, ...]
+    index: dict[Tile, int] = field(repr=False)
+    #: pips[i] = a + b for tile i (RULES.md: a hand's total counts both halves).
+    pips: tuple[int, ...] = field(repr=False)
+    #: suit_masks[v] = bitmask of the tiles that carry value v on either half.
+    suit_masks: tuple[int, ...] = field(repr=False)
+    #: double_index[v] = index of the double [v|v].
+    double_index: tuple[int, ...] = field(repr=False)
+
+    @property
+    def num_tiles(self) -> int:
+        return len(self.tiles)
+
+    @property
+    def num_suits(self) -> int:
+        """Values 0..max_pip: each one is a suit."""
+        return self.max_pip + 1
+
+    @property
+    def num_actions(self) -> int:
+        """``2 * T + 1``: every tile on either end, then the pass."""
+        return 2 * len(self.tiles) + 1
+
+    @property
+    def pass_action(self) -> int:
+        return 2 * len(self.tiles)
+
+    @property
+    def total_pips(self) -> int:
+        return sum(self.pips)
+
+    def tile_index(self, tile: Tile) -> int:
+        """Index of ``tile``; either half may come first. ValueError if not in this set."""
+        try:
+            a, b = tile
+            key = (int(a), int(b)) if a <= b else (int(b), int(a))
+        except (TypeError, ValueError):
+            raise ValueError(f"a tile is a pair of pips (a, b), got {tile!r}") from None
+        if key not in self.index:
+            raise ValueError(
+                f"tile {tile!r} is not in the double-{self.max_pip} set "
+                f"(pips 0..{self.max_pip})"
+            )
+        return self.index[key]
+
+    def mask_of(self, tiles: list[Tile] | tuple[Tile, ...]) -> int:
+        mask = 0
+        for tile in tiles:
+            mask |= 1 << self.tile_index(tile)
+        return mask
+
+    def tiles_of(self, mask: int) -> list[Tile]:
+        """The tiles in ``mask``, in canonical order."""
+        return [self.tiles[i] for i in bit_indices(mask)]
+
+    def pips_of(self, mask: int) -> int:
+        pips = self.pips
+        return sum(pips[i] for i in bit_indices(mask))
+
+    def action(self, tile: Tile | int, end: int) -> int:
+        """The action id that places ``tile`` (a tile or its index) on ``end`` (0 or 1)."""
+        i = tile if isinstance(tile, int) else self.tile_index(tile)
+        if end not in (LEFT_END, RIGHT_END):
+            raise ValueError(f"end must be 0 (left) or 1 (right), got {end!r}")
+        return 2 * i + end
+
+    def describe_action(self, action: int) -> str:
+        """A human-readable name, e.g. ``"[3|6] on left"`` or ``"pass"``."""
+        if action == self.pass_action:
+            return "pass"
+        a, b = self.tiles[action // 2]
+        return f"[{a}|{b}] on {'left' if action % 2 == LEFT_END else 'right'}"
+
+
+def bit_indices(mask: int) -> list[int]:
+    """Indices of the set bits of ``mask``, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+@lru_cache(maxsize=None)
+def tile_set(max_pip: int) -> TileSet:
+    """The double-``max_pip`` set (cached; TileSet is immutable)."""
+    if not isinstance(max_pip, int) or max_pip < 0:
+        raise ValueError(f"max_pip must be a non-negative int, got {max_pip!r}")
+    tiles = tuple((a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))
+    index = {t: i for i, t in enumerate(tiles)}
+    suit_masks = tuple(
+        sum(1 << i for i, (a, b) in enumerate(tiles) if v in (a, b)) for v in range(max_pip + 1)
+    )
+    return TileSet(
+        max_pip=max_pip,
+        tiles=tiles,
+        index=index,
+        pips=tuple(a + b for a, b in tiles),
+        suit_masks=suit_masks,
+        double_index=tuple(index[(v, v)] for v in range(max_pip + 1)),
+    )
+
+
+def format_tile(tile: Tile) -> str:
+    return f"[{tile[0]}|{tile[1]}]"

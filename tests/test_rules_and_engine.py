@@ -1,0 +1,250 @@
+"""Rules validation, presets, leads, partnerships, club doubling and matches."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import PASS, L, R, legal_ids, play, scripted_env
+
+from block_env import PRESETS, Match, Rules
+from block_env.engine import deal, heaviest_holding
+from block_env.tiles import tile_set
+
+# -- Rules ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"num_players": 1}, "num_players"),
+        ({"num_players": 5}, "num_players"),
+        ({"num_players": True}, "num_players"),
+        ({"num_players": 2.0}, "num_players"),
+        ({"max_pip": 1}, "max_pip"),
+        ({"max_pip": 13}, "max_pip"),
+        ({"hand_size": 0}, "hand_size"),
+        ({"hand_size": 15}, "hand_size"),  # 2 x 15 > 28 tiles
+        ({"num_players": 4, "hand_size": 8}, "hand_size"),
+        ({"target": 0}, "target"),
+        ({"target": -5}, "target"),
+        ({"partnership": True}, "partnership"),  # needs 4 players
+        ({"num_players": 3, "partnership": True}, "partnership"),
+        ({"partnership": 1}, "partnership"),
+        ({"first_lead": "random"}, "first_lead"),
+        ({"next_lead": "loser"}, "next_lead"),
+        ({"blocked_scoring": "half"}, "blocked_scoring"),
+        ({"club_doubling": "yes"}, "club_doubling"),
+    ],
+)
+def test_bad_rules_raise_value_error_naming_the_field(changes, field):
+    with pytest.raises(ValueError, match=rf"Rules\.{field}"):
+        Rules(**changes)
+
+
+def test_rules_are_frozen_and_defaults_resolve_per_players():
+    rules = Rules()
+    with pytest.raises(AttributeError):
+        rules.num_players = 3  # type: ignore[misc]
+    assert (rules.resolved_hand_size, rules.resolved_target) == (7, 100)
+    assert (Rules(num_players=3).resolved_hand_size, Rules(num_players=3).resolved_target) == (5, 61)
+    assert (Rules(num_players=4).resolved_hand_size, Rules(num_players=4).resolved_target) == (5, 61)
+    p = Rules(num_players=4, partnership=True)
+    assert (p.resolved_hand_size, p.resolved_target, p.num_sides) == (7, 100, 2)
+    assert Rules(num_players=4, hand_size=7).resolved_hand_size == 7  # the whole set dealt
+
+
+def test_sets_and_action_layout():
+    for max_pip, tiles in [(6, 28), (8, 45), (9, 55)]:
+        ts = tile_set(max_pip)
+        assert ts.num_tiles == tiles and ts.num_actions == 2 * tiles + 1
+        assert ts.tiles[0] == (0, 0) and ts.tiles[1] == (0, 1) and ts.tiles[-1] == (max_pip, max_pip)
+        assert all(a <= b for a, b in ts.tiles)
+    ts = tile_set(6)
+    assert ts.total_pips == 168
+    assert all(bin(m).count("1") == 7 for m in ts.suit_masks)  # each suit on 7 tiles
+    assert ts.action((3, 6), 1) == 2 * ts.tiles.index((3, 6)) + 1
+    assert ts.tile_index((6, 3)) == ts.tile_index((3, 6))
+
+
+def test_presets_and_unknown_preset():
+    assert PRESETS["standard"] == Rules()
+    assert Rules.preset("partnership").partnership
+    house = Rules.preset("house")
+    assert (house.first_lead, house.next_lead, house.blocked_scoring, house.resolved_target) == (
+        "heaviest",
+        "winner",
+        "others_total",
+        100,
+    )
+    with pytest.raises(ValueError, match="unknown rules preset 'nope'"):
+        Rules.preset("nope")
+    with pytest.raises(ValueError, match="unknown Rules field"):
+        Rules.from_dict({"players": 3})
+
+
+# -- the opening and forced passes ---------------------------------------------------------
+
+
+def test_opening_is_on_end_0_only_and_gives_low_left_high_right():
+    env = scripted_env(Rules(), [[(1, 4), (2, 2)], [(3, 5)]], leader=0)
+    ts = env.rules.tile_set
+    assert legal_ids(env) == sorted([ts.action((1, 4), L), ts.action((2, 2), L)])
+    play(env, [((1, 4), L)])
+    assert env.match.round.ends == (1, 4)
+
+
+def test_pass_only_when_forced_and_then_the_only_action():
+    env = scripted_env(Rules(), [[(1, 4), (2, 2)], [(3, 5), (4, 6)]], leader=0)
+    play(env, [((1, 4), L)])
+    ts = env.rules.tile_set
+    assert legal_ids(env) == [ts.action((4, 6), R)]  # [4|6] fits the 4; passing is not allowed
+    with pytest.raises(ValueError, match="legal actions"):
+        env.step(ts.pass_action)
+    play(env, [((4, 6), R)])  # ends 1, 6
+    assert legal_ids(env) == [ts.pass_action]  # [2|2] fits nothing
+    play(env, [PASS])
+    assert env.match.round.voids[0] == (1 << 1) | (1 << 6)  # the pass shows no 1 and no 6
+
+
+def test_double_stays_in_line_and_tile_fitting_both_ends_has_two_actions():
+    env = scripted_env(Rules(), [[(4, 4), (1, 1)], [(1, 4), (0, 6)]], leader=1)
+    play(env, [((1, 4), L), ((4, 4), R)])
+    assert env.match.round.ends == (1, 4)
+    play(env, [PASS])  # [0|6] fits neither
+    ts = env.rules.tile_set
+    assert legal_ids(env) == [ts.action((1, 1), L)]
+    env2 = scripted_env(Rules(), [[(3, 3), (0, 3)], [(1, 2)]], leader=0)
+    play(env2, [((3, 3), L), PASS])
+    assert legal_ids(env2) == [ts.action((0, 3), L), ts.action((0, 3), R)]
+
+
+def test_blanks_match_only_blanks():
+    env = scripted_env(Rules(), [[(0, 0), (0, 5)], [(2, 3), (0, 1)]], leader=0)
+    play(env, [((0, 0), L)])
+    ts = env.rules.tile_set
+    assert legal_ids(env) == [ts.action((0, 1), L), ts.action((0, 1), R)]
+
+
+# -- leads ---------------------------------------------------------------------------------
+
+
+def test_heaviest_double_must_lead_and_is_the_only_legal_action():
+    rules = Rules(first_lead="heaviest")
+    env = scripted_env(rules, [[(1, 2), (3, 3)], [(5, 5), (0, 6)]], leader=0)  # leader ignored
+    assert env.agent_selection == "player_1"
+    assert legal_ids(env) == [rules.tile_set.action((5, 5), L)]
+
+
+def test_heaviest_tile_leads_when_no_double_is_dealt_ties_to_higher_half():
+    ts = tile_set(6)
+    hands = [ts.mask_of([(3, 5), (0, 1)]), ts.mask_of([(2, 6), (1, 2)])]
+    assert heaviest_holding(ts, hands) == (1, ts.tile_index((2, 6)))  # 8 pips each; 6 > 5
+
+
+def test_rotate_lead_moves_clockwise_whoever_won():
+    rules = Rules(num_players=3)
+    m = Match(rules, seed=3)
+    leaders = [m.round.leader]
+    rng = random.Random(0)
+    while len(leaders) < 5 and not m.is_over:
+        r = m.round
+        while not r.is_over:
+            m.step(rng.choice(r.legal_actions()))
+        if m.is_over:
+            break
+        m.next_round()
+        leaders.append(m.round.leader)
+    assert all((b - a) % 3 == 1 for a, b in zip(leaders, leaders[1:]))
+
+
+def test_winner_leads_next_round_and_tied_block_rotates():
+    rules = Rules(num_players=3, next_lead="winner")
+    env = scripted_env(rules, [[(6, 6)], [(1, 2)], [(3, 4)]], leader=1, episode="match")
+    # Seat 1 leads its only tile and is out at once: it wins and leads the next round.
+    play(env, [((1, 2), L)])
+    assert env.match.results[-1].winner == 1
+    assert env.match.round.leader == 1 and env.agent_selection == "player_1"
+    # A tied block: the lead rotates from the previous leader instead.
+    env = scripted_env(rules, [[(6, 6), (1, 2)], [(0, 3)], [(3, 5)]], leader=0, episode="match")
+    play(env, [((6, 6), L), PASS, PASS, PASS])
+    assert env.match.results[-1].winner is None
+    assert env.match.round.leader == 1
+
+
+# -- partnerships and club doubling --------------------------------------------------------
+
+
+def test_partnership_domino_scores_the_opposing_sides_pips_to_both_partners():
+    rules = Rules.preset("partnership")
+    hands = [[(6, 6)], [(1, 2)], [(5, 5)], [(0, 3)]]
+    env = scripted_env(rules, hands, leader=0, reward="points")
+    play(env, [((6, 6), L)])
+    result = env.match.round.result
+    assert result.winning_side == 0 and result.award == 3 + 3  # side 1 holds [1|2] and [0|3]
+    assert result.side_pips == (10, 6)
+    assert env.rewards == {"player_0": 6.0, "player_1": 0.0, "player_2": 6.0, "player_3": 0.0}
+
+
+def test_partnership_blocked_compares_side_totals():
+    rules = Rules.preset("partnership")
+    # Seat 0 opens [6|6]; nobody else holds a six. Side 0: 1 + 9 = 10, side 1: 4 + 2 = 6.
+    hands = [[(6, 6), (0, 1)], [(0, 4)], [(4, 5)], [(0, 2)]]
+    env = scripted_env(rules, hands, leader=0, reward="zero_sum")
+    play(env, [((6, 6), L), PASS, PASS, PASS, PASS])
+    result = env.match.round.result
+    assert result.end == "blocked" and result.winning_side == 1 and result.award == 10 - 6
+    assert result.winner == 3  # the lighter partner of the winning side
+    assert env.rewards == {"player_0": -4.0, "player_1": 4.0, "player_2": -4.0, "player_3": 4.0}
+
+
+@pytest.mark.parametrize(
+    "hands, moves, doubled",
+    [
+        ([[(2, 3), (3, 3)], [(0, 1), (1, 5)]], [((2, 3), L), PASS, ((3, 3), R)], True),  # out with a double
+        ([[(3, 3), (0, 3)], [(1, 2), (1, 5)]], [((3, 3), L), PASS, ((0, 3), L)], True),  # fitted both ends
+        ([[(2, 3), (3, 4)], [(0, 1), (1, 5)]], [((2, 3), L), PASS, ((3, 4), R)], False),
+    ],
+    ids=["double", "either-end", "plain"],
+)
+def test_club_doubling(hands, moves, doubled):
+    env = scripted_env(Rules(club_doubling=True), hands, leader=0)
+    play(env, moves)
+    result = env.match.round.result
+    plain = sum(a + b for a, b in hands[1])
+    assert result.doubled is doubled
+    assert result.award == plain * (2 if doubled else 1)
+    off = scripted_env(Rules(), hands, leader=0)
+    play(off, moves)
+    assert off.match.round.result.award == plain
+
+
+# -- matches -------------------------------------------------------------------------------
+
+
+def test_match_ends_when_a_side_reaches_the_target_and_keeps_excess():
+    rules = Rules(target=30)
+    rng = random.Random(1)
+    for seed in range(20):
+        m = Match(rules, seed=seed)
+        while True:
+            r = m.round
+            while not r.is_over:
+                m.step(rng.choice(r.legal_actions()))
+            if m.is_over:
+                break
+            assert max(m.scores) < 30
+            m.next_round()
+        assert m.scores[m.winner_side] >= 30
+        assert m.scores[m.winner_side] == sum(
+            res.award for res in m.results if res.winning_side == m.winner_side
+        )
+        with pytest.raises(ValueError, match="match is over"):
+            m.next_round()
+
+
+def test_deal_uses_hand_size_and_leaves_the_rest_out_of_play():
+    rules = Rules(num_players=3)
+    hands = deal(rules, random.Random(0))
+    assert [h.bit_count() for h in hands] == [5, 5, 5]
+    assert hands[0] & hands[1] == 0 and hands[1] & hands[2] == 0 and hands[0] & hands[2] == 0
