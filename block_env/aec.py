@@ -13,7 +13,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
 from block_env.engine import Match, RoundResult, parse_scenario
-from block_env.observations import ENCODINGS, encode, encode_state, layout_for, state_layout
+from block_env.observations import ENCODINGS, encode_state, encoder, state_layout
 from block_env.render import render_image, render_text, seat_name
 from block_env.rules import Rules
 
@@ -40,6 +40,8 @@ def check_choice(name: str, value: object, choices: tuple[Any, ...]) -> None:
 
 def as_action(action: object, num_actions: int) -> int:
     """The action as a Python int; TypeError if it is not an integer, ValueError if out of range."""
+    if type(action) is int and 0 <= action < num_actions:  # the common case, without ABC checks
+        return action
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action.item()
     if isinstance(action, bool) or not isinstance(action, numbers.Integral):
@@ -167,7 +169,8 @@ class raw_env(AECEnv):
         self.possible_agents = [seat_name(s) for s in range(n)]
         self.agent_name_mapping = {a: s for s, a in enumerate(self.possible_agents)}
         self._num_actions = self.rules.tile_set.num_actions
-        layout = layout_for(self.rules, observation)
+        self._encode = encoder(self.rules, observation)
+        layout = self._encode.layout
         obs_space = spaces.Dict(
             {
                 "observation": spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32),
@@ -259,12 +262,12 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         assert self.match is not None, "call reset() before observe()"
-        seat = self.agent_name_mapping[agent]
         rnd = self.match.round
-        obs = encode(self.observation_mode, rnd, seat, self.match.scores)
+        obs = self._encode(rnd, self.agent_name_mapping[agent], self.match.scores)
         mask = np.zeros(self._num_actions, dtype=np.int8)
         if agent == self.agent_selection and not self.terminations.get(agent, True):
-            mask[rnd.legal_actions()] = 1
+            for action in rnd.legal_actions():  # a few items: faster than fancy indexing
+                mask[action] = 1
         return {"observation": obs, "action_mask": mask}
 
     def state(self) -> np.ndarray:

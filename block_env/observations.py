@@ -14,6 +14,7 @@ for centralised critics, in absolute seats.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
@@ -99,6 +100,10 @@ def _max_score_fraction(rules: Rules) -> float:
     return float(target - 1 + 2 * rules.tile_set.total_pips) / target
 
 
+# Binary pieces come first in each player encoding so that an observation's whole 0/1
+# prefix is built as one Python int and unpacked in a single numpy call (the hot path).
+
+
 @lru_cache(maxsize=None)
 def vector_layout(rules: Rules) -> Layout:
     """The default "vector" encoding for ``rules``."""
@@ -109,12 +114,12 @@ def vector_layout(rules: Rules) -> Layout:
         "vector",
         (
             Piece("hand", (t,), 1, "1 where the observer holds tile i (canonical tile order)"),
-            Piece("ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"),
             Piece("played", (t,), 1, "1 where tile i is in the line"),
+            Piece("voids", (n, s), 1, "1 where a relative seat has shown by passing that it lacks a suit"),
+            Piece("ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"),
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
             Piece("leader", (n,), 1, "one-hot relative seat that led this round"),
             Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
-            Piece("voids", (n, s), 1, "1 where a relative seat has shown by passing that it lacks a suit"),
             Piece("passes", (1,), n, "consecutive passes since the last tile was placed"),
             Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side (0 = observer's)"),
         ),
@@ -131,9 +136,6 @@ def history_layout(rules: Rules) -> Layout:
         (
             Piece("hand", (t,), 1, "1 where the observer holds tile i"),
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
-            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
-            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side"),
-            Piece("num_moves", (1,), max_moves(rules), "moves so far this round (rows of `moves` in use)"),
             Piece(
                 "moves",
                 (max_moves(rules), n + t + 3),
@@ -141,6 +143,9 @@ def history_layout(rules: Rules) -> Layout:
                 "one row per move this round, oldest first: one-hot relative seat (n), one-hot tile (T), "
                 "pass flag, placed on left end, placed on right end; unused rows are zero",
             ),
+            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
+            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side"),
+            Piece("num_moves", (1,), max_moves(rules), "moves so far this round (rows of `moves` in use)"),
         ),
     )
 
@@ -179,53 +184,93 @@ def _set_bits(row: np.ndarray, mask: int) -> None:
         row[i] = 1.0
 
 
+def _unpack_into(buf: np.ndarray, bits: int, count: int) -> None:
+    """buf[:count] = the low ``count`` bits of ``bits``, least significant first."""
+    raw = np.frombuffer(bits.to_bytes((count + 7) // 8, "little"), dtype=np.uint8)
+    buf[:count] = np.unpackbits(raw, count=count, bitorder="little")
+
+
+class Encoder:
+    """Encodes rounds for one (rules, encoding) pair; constants are computed once."""
+
+    def __init__(self, rules: Rules, observation: str) -> None:
+        self.layout = layout_for(rules, observation)
+        self.observation = observation
+        self.rules = rules
+        self.num_tiles = rules.tile_set.num_tiles
+        self.num_suits = rules.tile_set.num_suits
+        self.num_players = rules.num_players
+        self.num_sides = rules.num_sides
+        self.target = rules.resolved_target
+        self.pass_action = rules.tile_set.pass_action
+        t, s, n = self.num_tiles, self.num_suits, self.num_players
+        # Seat-relative orders: _seats[seat][r] = (seat + r) % n; _sides likewise for sides.
+        self._seats = [operator.itemgetter(*[(seat + r) % n for r in range(n)]) for seat in range(n)]
+        self._sides = [
+            [(rules.side_of(seat) + r) % self.num_sides for r in range(self.num_sides)] for seat in range(n)
+        ]
+        if observation == "vector":
+            self.num_bits = 2 * t + n * s + 2 * s + 2 * n
+        else:
+            self.num_bits = t + n + max_moves(rules) * (n + t + 3)
+
+    def __call__(self, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
+        buf = np.empty(self.layout.size, dtype=np.float32) if out is None else out
+        bits = self._vector_bits(rnd, seat) if self.observation == "vector" else self._history_bits(rnd, seat)
+        _unpack_into(buf, bits, self.num_bits)
+        # The numeric tail: hand counts, then passes and scores (vector) or scores and
+        # the number of moves (history).
+        counts = self._seats[seat](rnd.counts)
+        target = self.target
+        scores_rel = [scores[side] / target for side in self._sides[seat]]
+        if self.observation == "vector":
+            buf[self.num_bits :] = [*counts, rnd.passes, *scores_rel]
+        else:
+            buf[self.num_bits :] = [*counts, *scores_rel, len(rnd.moves)]
+        return buf
+
+    def _vector_bits(self, rnd: Round, seat: int) -> int:
+        t, s, n = self.num_tiles, self.num_suits, self.num_players
+        bits = rnd.hands[seat] | rnd.played << t
+        offset = 2 * t
+        for r, void in enumerate(self._seats[seat](rnd.voids)):
+            bits |= void << (offset + r * s)
+        offset += n * s
+        if rnd.left >= 0:
+            bits |= 1 << (offset + rnd.left) | 1 << (offset + s + rnd.right)
+        offset += 2 * s
+        if rnd.result is None:
+            bits |= 1 << (offset + (rnd.current - seat) % n)
+        return bits | 1 << (offset + n + (rnd.leader - seat) % n)
+
+    def _history_bits(self, rnd: Round, seat: int) -> int:
+        t, n = self.num_tiles, self.num_players
+        width = n + t + 3
+        pass_action = self.pass_action
+        bits = rnd.hands[seat]
+        if rnd.result is None:
+            bits |= 1 << (t + (rnd.current - seat) % n)
+        row = t + n
+        for mover, action in rnd.moves:
+            bits |= 1 << (row + (mover - seat) % n)
+            if action == pass_action:
+                bits |= 1 << (row + n + t)
+            else:
+                bits |= 1 << (row + n + (action >> 1)) | 1 << (row + n + t + 1 + (action & 1))
+            row += width
+        return bits
+
+
+@lru_cache(maxsize=None)
+def encoder(rules: Rules, observation: str) -> Encoder:
+    return Encoder(rules, observation)
+
+
 def encode(
     observation: str, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None
 ) -> np.ndarray:
     """Encode what ``seat`` observes of ``rnd`` (plus match ``scores`` per side)."""
-    rules = rnd.rules
-    layout = layout_for(rules, observation)
-    buf = np.zeros(layout.size, dtype=np.float32) if out is None else out
-    if out is not None:
-        buf.fill(0.0)
-    v = layout.views(buf)
-    n = rules.num_players
-    _set_bits(v["hand"], rnd.hands[seat])
-    if rnd.result is None:
-        v["to_play"][(rnd.current - seat) % n] = 1.0
-    for r in range(n):
-        v["hand_counts"][r] = rnd.counts[(seat + r) % n]
-    _encode_scores(v["scores"], rules, scores, rules.side_of(seat))
-    if observation == "vector":
-        if rnd.left >= 0:
-            v["ends"][0, rnd.left] = 1.0
-            v["ends"][1, rnd.right] = 1.0
-        _set_bits(v["played"], rnd.played)
-        v["leader"][(rnd.leader - seat) % n] = 1.0
-        for r in range(n):
-            _set_bits(v["voids"][r], rnd.voids[(seat + r) % n])
-        v["passes"][0] = rnd.passes
-    else:
-        t = rules.tile_set.num_tiles
-        pass_action = rules.tile_set.pass_action
-        moves = v["moves"]
-        v["num_moves"][0] = len(rnd.moves)
-        for k, (mover, action) in enumerate(rnd.moves):
-            row = moves[k]
-            row[(mover - seat) % n] = 1.0
-            if action == pass_action:
-                row[n + t] = 1.0
-            else:
-                row[n + (action >> 1)] = 1.0
-                row[n + t + 1 + (action & 1)] = 1.0
-    return buf
-
-
-def _encode_scores(out: np.ndarray, rules: Rules, scores: Sequence[int], my_side: int) -> None:
-    sides = rules.num_sides
-    target = rules.resolved_target
-    for r in range(sides):
-        out[r] = scores[(my_side + r) % sides] / target
+    return encoder(rnd.rules, observation)(rnd, seat, scores, out)
 
 
 def encode_state(rnd: Round, scores: Sequence[int]) -> np.ndarray:
@@ -245,7 +290,7 @@ def encode_state(rnd: Round, scores: Sequence[int]) -> np.ndarray:
         v["to_play"][rnd.current] = 1.0
     v["leader"][rnd.leader] = 1.0
     v["passes"][0] = rnd.passes
-    _encode_scores(v["scores"], rules, scores, 0)
+    v["scores"][:] = [x / rules.resolved_target for x in scores]
     return buf
 
 

@@ -1,0 +1,206 @@
+"""Property-based invariants over every preset (Hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from block_env import PRESETS, Rules, decode_observation, raw_env
+from block_env.observations import max_moves
+
+presets = st.sampled_from(sorted(PRESETS))
+seeds = st.integers(0, 2**32 - 1)
+
+
+def reference_legal(rules: Rules, hand: list[tuple[int, int]], ends, forced) -> list[int]:
+    """Legal actions written straight from RULES.md, independently of the engine."""
+    tiles = list(rules.tile_set.tiles)
+    pass_action = 2 * len(tiles)
+    if ends is None:  # the opening: any held tile (or the forced one), on end 0
+        return sorted(2 * tiles.index(t) for t in ([forced] if forced else hand))
+    legal = []
+    for t in hand:
+        if ends[0] in t:
+            legal.append(2 * tiles.index(t))
+        if ends[1] in t:
+            legal.append(2 * tiles.index(t) + 1)
+    return sorted(legal) or [pass_action]
+
+
+def reference_heaviest(hands: list[list[tuple[int, int]]]) -> tuple[int, int]:
+    held = [t for h in hands for t in h]
+    doubles = [t for t in held if t[0] == t[1]]
+    return max(doubles) if doubles else max(held, key=lambda t: (t[0] + t[1], t[1]))
+
+
+def hand_tiles(env, seat):
+    return env.rules.tile_set.tiles_of(env.match.round.hands[seat])
+
+
+def play_random(env, rng, on_step=None):
+    """Random legal play to the end of the episode; ``on_step(env)`` before every action."""
+    moves = 0
+    while not all(env.terminations.values()):
+        if on_step is not None:
+            on_step(env)
+        mask = env.observe(env.agent_selection)["action_mask"]
+        env.step(int(rng.choice(np.flatnonzero(mask))))
+        moves += 1
+    return moves
+
+
+@given(presets, seeds)
+def test_mask_equals_reference_legality_and_pass_iff_nothing_fits(preset, seed):
+    env = raw_env(preset)
+    env.reset(seed=seed)
+    rules = env.rules
+    rnd = env.match.round
+    forced = None
+    if rules.first_lead == "heaviest":
+        forced = reference_heaviest([hand_tiles(env, s) for s in range(rules.num_players)])
+
+    def check(env):
+        seat = env.agent_name_mapping[env.agent_selection]
+        hand = hand_tiles(env, seat)
+        expected = reference_legal(rules, hand, rnd.ends, forced if not rnd.moves else None)
+        mask = env.observe(env.agent_selection)["action_mask"]
+        assert list(np.flatnonzero(mask)) == expected
+        fits = rnd.ends is None or any(e in t for t in hand for e in rnd.ends)
+        assert (mask[rules.tile_set.pass_action] == 1) == (not fits)
+        assert mask.sum() == 1 or mask[rules.tile_set.pass_action] == 0
+
+    play_random(env, np.random.default_rng(seed), check)
+
+
+@given(presets, seeds)
+def test_tiles_are_conserved_and_rounds_are_bounded(preset, seed):
+    env = raw_env(preset)
+    env.reset(seed=seed)
+    rnd = env.match.round
+    dealt = 0
+    for h in rnd.hands:
+        assert dealt & h == 0
+        dealt |= h
+
+    def check(env):
+        union = rnd.played
+        for h in rnd.hands:
+            assert union & h == 0  # no tile in two places
+            union |= h
+        assert union == dealt  # hands + line = the deal; out-of-play tiles never move
+        assert sum(rnd.counts) + rnd.played.bit_count() == dealt.bit_count()
+        assert [h.bit_count() for h in rnd.hands] == rnd.counts
+
+    moves = play_random(env, np.random.default_rng(seed), check)
+    assert moves <= max_moves(env.rules)
+    assert rnd.result is not None
+
+
+@given(presets, seeds, st.sampled_from(["round", "match"]), st.sampled_from(["vector", "history"]))
+def test_same_seed_same_actions_same_game_bit_for_bit(preset, seed, episode, observation):
+    def trace(env):
+        env.reset(seed=seed)
+        rng = np.random.default_rng(seed)
+        out = []
+        steps = 0
+        while not all(env.terminations.values()) and steps < 300:
+            for agent in env.possible_agents:
+                out.append(env.observe(agent)["observation"].tobytes())
+            out.append(repr(env.rewards))
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+            steps += 1
+        return out
+
+    assert trace(raw_env(preset, episode=episode, observation=observation)) == trace(
+        raw_env(preset, episode=episode, observation=observation)
+    )
+
+
+@given(presets, seeds)
+def test_decoded_vector_matches_the_seats_public_view(preset, seed):
+    env = raw_env(preset)
+    env.reset(seed=seed)
+    rules = env.rules
+    n = rules.num_players
+    ts = rules.tile_set
+
+    def check(env):
+        rnd = env.match.round
+        for seat, agent in enumerate(env.possible_agents):
+            view = rnd.public_view(seat)
+            d = decode_observation(env.observe(agent), rules)
+            assert d["hand"] == view.hand_tiles
+            assert d["ends"] == view.ends
+            assert d["played"] == ts.tiles_of(view.played)
+            assert d["hand_counts"] == [view.hand_counts[(seat + r) % n] for r in range(n)]
+            assert d["voids"] == [[v for v in range(ts.num_suits) if view.voids[(seat + r) % n] >> v & 1] for r in range(n)]
+            assert d["passes"] == view.passes
+            assert d["to_play"] == (view.current - seat) % n
+
+    play_random(env, np.random.default_rng(seed), check)
+
+
+@given(presets, seeds, st.integers(0, 3), st.sampled_from(["vector", "history"]), st.randoms(use_true_random=False))
+def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, seed, observer, observation, shuffle):
+    """Replay the same public history with the hidden tiles dealt differently: the
+    observer's every observation and mask must be identical."""
+    env = raw_env(preset, observation=observation)
+    env.reset(seed=seed)
+    rules = env.rules
+    n = rules.num_players
+    observer %= n
+    ts = rules.tile_set
+    start = env.match.round
+    initial = list(start.hands)
+    leader = start.leader
+    actions: list[int] = []
+    seen: list[bytes] = []
+
+    def record(env):
+        obs = env.observe(f"player_{observer}")
+        seen.append(obs["observation"].tobytes() + obs["action_mask"].tobytes())
+
+    rng = np.random.default_rng(seed)
+    while not all(env.terminations.values()):
+        record(env)
+        a = int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])))
+        actions.append(a)
+        env.step(a)
+
+    # Tiles each other seat placed stay with it; every other hidden tile is reshuffled
+    # among the other seats' unplaced slots and the out-of-play pile, keeping clear of the
+    # suits a seat showed it lacks (so its passes stay forced).
+    final = env.match.round
+    placed = [0] * n
+    for seat, a in final.moves:
+        if a != ts.pass_action:
+            placed[seat] |= 1 << (a >> 1)
+    hidden = ((1 << ts.num_tiles) - 1) & ~initial[observer]
+    for s in range(n):
+        hidden &= ~placed[s]
+    pool = ts.tiles_of(hidden)
+    shuffle.shuffle(pool)
+    hands = []
+    for s in range(n):
+        if s == observer:
+            hands.append(ts.tiles_of(initial[s]))
+            continue
+        fits = [t for t in pool if not any(final.voids[s] >> v & 1 for v in t)]
+        slots = initial[s].bit_count() - placed[s].bit_count()
+        assume(len(fits) >= slots)
+        mine = fits[:slots]
+        pool = [t for t in pool if t not in mine]
+        hands.append(ts.tiles_of(placed[s]) + mine)
+
+    other = raw_env(rules, observation=observation)
+    other.reset(seed=seed, options={"hands": hands, "leader": leader})
+    # Under "heaviest" leads the deal decides the leader and opening tile, which are public.
+    assume((other.match.round.leader, other.match.round.forced_opening) == (leader, start.forced_opening))
+    replay: list[bytes] = []
+    for a in actions:
+        obs = other.observe(f"player_{observer}")
+        replay.append(obs["observation"].tobytes() + obs["action_mask"].tobytes())
+        assert a in other.match.round.legal_actions()
+        other.step(a)
+    assert replay == seen
