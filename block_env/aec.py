@@ -104,7 +104,7 @@ class raw_env(AECEnv):
     ``{"observation": Box(float32), "action_mask": Box(int8, 2T+1)}``. The mask is all zeros
     for every agent but the one to move. ``observation`` chooses the encoding: "vector"
     (default) or "history"; ``block_env.decode_observation`` reads either back, and
-    ``python -m block_env.observations`` prints their piece tables. ``state()`` returns the
+    ``block-dominoes encodings`` prints their piece tables. ``state()`` returns the
     full-information state (all hands) for centralised critics.
 
     ## Starting State

@@ -2,7 +2,7 @@
 
 Following OpenSpiel's observer idea, each encoding is a :class:`Layout`: a table of
 :class:`Piece` (name, shape, bound, meaning) laid end to end. The same table documents the
-encoding (``python -m block_env.observations`` prints it), builds the Box bounds, and drives
+encoding (``block-dominoes encodings`` prints it), builds the Box bounds, and drives
 :func:`decode_observation`. Pure numpy: no PettingZoo or Gymnasium here.
 
 Player observations are seat-relative: relative seat 0 is the observer, 1 the next seat
@@ -115,6 +115,7 @@ def vector_layout(rules: Rules) -> Layout:
         (
             Piece("hand", (t,), 1, "1 where the observer holds tile i (canonical tile order)"),
             Piece("played", (t,), 1, "1 where tile i is in the line"),
+            Piece("opening", (t,), 1, "one-hot tile the leader opened the line with; zeros before the opening"),
             Piece("voids", (n, s), 1, "1 where a relative seat has shown by passing that it lacks a suit"),
             Piece("ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"),
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
@@ -210,7 +211,7 @@ class Encoder:
             [(rules.side_of(seat) + r) % self.num_sides for r in range(self.num_sides)] for seat in range(n)
         ]
         if observation == "vector":
-            self.num_bits = 2 * t + n * s + 2 * s + 2 * n
+            self.num_bits = 3 * t + n * s + 2 * s + 2 * n
         else:
             self.num_bits = t + n + max_moves(rules) * (n + t + 3)
 
@@ -232,7 +233,9 @@ class Encoder:
     def _vector_bits(self, rnd: Round, seat: int) -> int:
         t, s, n = self.num_tiles, self.num_suits, self.num_players
         bits = rnd.hands[seat] | rnd.played << t
-        offset = 2 * t
+        if rnd.moves:  # the leader always can open, so the first move is the opening
+            bits |= 1 << (2 * t + (rnd.moves[0][1] >> 1))
+        offset = 3 * t
         for r, void in enumerate(self._seats[seat](rnd.voids)):
             bits |= void << (offset + r * s)
         offset += n * s
@@ -308,7 +311,8 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
     """Read an observation vector back into named parts (seat-relative).
 
     For the default "vector" encoding: ``hand`` (list of (a, b)), ``ends`` (None before the
-    opening, else (left, right)), ``played``, ``to_play`` and ``leader`` (relative seats;
+    opening, else (left, right)), ``played``, ``opening`` (the tile the leader opened with,
+    or None), ``to_play`` and ``leader`` (relative seats;
     ``to_play`` None once the round is over), ``hand_counts`` and ``voids`` (per relative
     seat; voids as sorted suit lists), ``passes`` and ``scores`` (per relative side, in
     points). For "history": ``hand``, ``to_play``, ``hand_counts``, ``scores``, ``moves``
@@ -333,6 +337,8 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
         right = _one_hot_index(v["ends"][1])
         out["ends"] = None if left is None or right is None else (left, right)
         out["played"] = _tiles_where(rules, v["played"])
+        opening = _tiles_where(rules, v["opening"])
+        out["opening"] = opening[0] if opening else None
         out["leader"] = _one_hot_index(v["leader"])
         out["voids"] = [[int(s) for s in np.flatnonzero(row > 0.5)] for row in v["voids"]]
         out["passes"] = int(round(float(v["passes"][0])))
@@ -380,7 +386,3 @@ def markdown_tables(rules: Rules | None = None) -> str:
     for layout in (vector_layout(rules), history_layout(rules), state_layout(rules)):
         parts.append(f"#### `{layout.name}`\n\n{layout.markdown()}\n")
     return "\n".join(parts)
-
-
-if __name__ == "__main__":  # pragma: no cover - documentation helper
-    print(markdown_tables())

@@ -226,6 +226,7 @@ def test_vector_observation_decodes_to_the_table_seat_relative():
     assert d["hand"] == [(2, 2)]
     assert d["ends"] == (1, 6)
     assert d["played"] == [(1, 4), (4, 6)]
+    assert d["opening"] == (1, 4)
     assert d["to_play"] == 0 and d["leader"] == 0
     assert d["hand_counts"] == [1, 1, 2]
     assert d["voids"] == [[], [], [1, 6]]
@@ -256,7 +257,7 @@ def test_match_scores_are_in_the_observation():
 
 def test_decoder_refuses_a_vector_of_the_wrong_size():
     size = vector_layout(Rules()).size
-    assert size == 28 + 14 + 28 + 2 + 2 + 2 + 2 * 7 + 1 + 2  # the piece table for double-six, 2 players
+    assert size == 28 + 28 + 28 + 2 * 7 + 2 * 7 + 2 + 2 + 2 + 1 + 2  # the piece table for double-six, 2 players
     with pytest.raises(ValueError, match=rf"has shape \({size},\), got \(5,\)"):
         decode_observation(np.zeros(5, np.float32), Rules())
 

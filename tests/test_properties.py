@@ -136,6 +136,7 @@ def test_decoded_vector_matches_the_seats_public_view(preset, seed):
             assert d["hand_counts"] == [view.hand_counts[(seat + r) % n] for r in range(n)]
             assert d["voids"] == [[v for v in range(ts.num_suits) if view.voids[(seat + r) % n] >> v & 1] for r in range(n)]
             assert d["passes"] == view.passes
+            assert d["opening"] == (ts.tiles[view.moves[0][1] >> 1] if view.moves else None)
             assert d["to_play"] == (view.current - seat) % n
 
     play_random(env, np.random.default_rng(seed), check)
