@@ -45,9 +45,7 @@ def as_action(action: object, num_actions: int) -> int:
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action.item()
     if isinstance(action, bool) or not isinstance(action, numbers.Integral):
-        raise TypeError(
-            f"an action is an integer in 0..{num_actions - 1}, got {action!r} ({type(action).__name__})"
-        )
+        raise TypeError(f"an action is an integer in 0..{num_actions - 1}, got {action!r} ({type(action).__name__})")
     action = int(action)
     if not 0 <= action < num_actions:
         raise ValueError(f"action {action} is out of range 0..{num_actions - 1}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from block_env.rules import PRESETS, Rules
 
@@ -14,6 +14,16 @@ def _rules_arg(value: str) -> Rules:
         return Rules.preset(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
+    return number
 
 
 def cmd_encodings(args: argparse.Namespace) -> int:
@@ -29,6 +39,30 @@ def cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from block_env.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+
+    config = ArenaConfig(
+        agents=tuple(args.agents),
+        rules=args.rules,
+        episode=args.episode,
+        deals=args.deals,
+        seed=args.seed,
+        workers=args.workers,
+    )
+    report = summarize(config, run_arena(config, progress=not args.quiet))
+    paths = write_outputs(report, args.out)
+    print(markdown(report))
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    from block_env.play import play_in_terminal
+
+    return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -37,12 +71,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_encodings)
     p = sub.add_parser("rules", help="list the rules presets")
     p.set_defaults(func=cmd_rules)
+
+    from block_env.arena import default_workers
+
+    p = sub.add_parser("eval", help="duplicate-deal arena: win rates with 95%% CIs, head-to-head, ratings")
+    p.add_argument(
+        "--agents", nargs="+", required=True, help="agent specs: random greedy strategic search policy:PATH ..."
+    )
+    p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
+    p.add_argument("--episode", choices=["round", "match"], default="round")
+    p.add_argument("--deals", type=_positive_int, default=200, help="duplicate deals (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=_positive_int, default=default_workers(), help="processes (default: all cores)")
+    p.add_argument("--out", default="results/arena", help="folder for summary.md/.csv, report.json, chart.png")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("play", help="play against agents in the terminal")
+    p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
+    p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn")
+    p.add_argument("--seat", type=int, default=0, help="your seat (0 leads by lot like any other)")
+    p.add_argument("--episode", choices=["round", "match"], default="match")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(func=cmd_play)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as e:
+        parser.exit(2, f"block-dominoes {args.command}: error: {e}\n")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numbers
 import random
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from block_env.rules import Rules
 from block_env.tiles import Tile, TileSet, bit_indices, format_tile
@@ -308,8 +308,7 @@ class Round:
         legal = self.legal_actions()
         if action not in legal:
             raise ValueError(
-                f"action {action!r} is not legal for seat {self.current}; "
-                f"legal actions: {self.describe_legal()}"
+                f"action {action!r} is not legal for seat {self.current}; legal actions: {self.describe_legal()}"
             )
         self.apply(action)
         return self.result
@@ -380,9 +379,7 @@ class Round:
                 award = others - lowest if rules.blocked_scoring == "subtract_own" else others
                 # The lightest seat of the winning side (first from the leader on a tie).
                 order = [(self.leader + k) % self.num_players for k in range(self.num_players)]
-                winner = min(
-                    (s for s in order if rules.side_of(s) == side), key=lambda s: hand_pips[s]
-                )
+                winner = min((s for s in order if rules.side_of(s) == side), key=lambda s: hand_pips[s])
         self.result = RoundResult(
             end=end,
             winner=winner,

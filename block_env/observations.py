@@ -15,9 +15,10 @@ for centralised critics, in absolute seats.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Sequence
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _max_score_fraction(rules: Rules) -> float:
 # prefix is built as one Python int and unpacked in a single numpy call (the hot path).
 
 
-@lru_cache(maxsize=None)
+@cache
 def vector_layout(rules: Rules) -> Layout:
     """The default "vector" encoding for ``rules``."""
     t = rules.tile_set.num_tiles
@@ -117,17 +118,24 @@ def vector_layout(rules: Rules) -> Layout:
             Piece("played", (t,), 1, "1 where tile i is in the line"),
             Piece("opening", (t,), 1, "one-hot tile the leader opened the line with; zeros before the opening"),
             Piece("voids", (n, s), 1, "1 where a relative seat has shown by passing that it lacks a suit"),
-            Piece("ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"),
+            Piece(
+                "ends", (2, s), 1, "one-hot value of the left (row 0) and right (row 1) end; zeros before the opening"
+            ),
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
             Piece("leader", (n,), 1, "one-hot relative seat that led this round"),
             Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
             Piece("passes", (1,), n, "consecutive passes since the last tile was placed"),
-            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side (0 = observer's)"),
+            Piece(
+                "scores",
+                (rules.num_sides,),
+                _max_score_fraction(rules),
+                "match score / target per relative side (0 = observer's)",
+            ),
         ),
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def history_layout(rules: Rules) -> Layout:
     """The "history" encoding: own hand plus the public move sequence, for sequence models."""
     t = rules.tile_set.num_tiles
@@ -151,7 +159,7 @@ def history_layout(rules: Rules) -> Layout:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def state_layout(rules: Rules) -> Layout:
     """The full-information ``state()`` encoding for centralised critics (absolute seats)."""
     t = rules.tile_set.num_tiles
@@ -207,9 +215,7 @@ class Encoder:
         t, s, n = self.num_tiles, self.num_suits, self.num_players
         # Seat-relative orders: _seats[seat][r] = (seat + r) % n; _sides likewise for sides.
         self._seats = [operator.itemgetter(*[(seat + r) % n for r in range(n)]) for seat in range(n)]
-        self._sides = [
-            [(rules.side_of(seat) + r) % self.num_sides for r in range(self.num_sides)] for seat in range(n)
-        ]
+        self._sides = [[(rules.side_of(seat) + r) % self.num_sides for r in range(self.num_sides)] for seat in range(n)]
         if observation == "vector":
             self.num_bits = 3 * t + n * s + 2 * s + 2 * n
         else:
@@ -264,14 +270,12 @@ class Encoder:
         return bits
 
 
-@lru_cache(maxsize=None)
+@cache
 def encoder(rules: Rules, observation: str) -> Encoder:
     return Encoder(rules, observation)
 
 
-def encode(
-    observation: str, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None
-) -> np.ndarray:
+def encode(observation: str, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
     """Encode what ``seat`` observes of ``rnd`` (plus match ``scores`` per side)."""
     return encoder(rnd.rules, observation)(rnd, seat, scores, out)
 
@@ -315,8 +319,9 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
     or None), ``to_play`` and ``leader`` (relative seats;
     ``to_play`` None once the round is over), ``hand_counts`` and ``voids`` (per relative
     seat; voids as sorted suit lists), ``passes`` and ``scores`` (per relative side, in
-    points). For "history": ``hand``, ``to_play``, ``hand_counts``, ``scores``, ``moves``
-    (list of (relative seat, action id)) and ``ends``/``played`` replayed from the moves.
+    points). For "history": the same keys, with ``ends``, ``played``, ``opening``,
+    ``leader``, ``voids`` and ``passes`` replayed from ``moves`` (a list of (relative seat,
+    action id)), which it adds.
     Accepts the observation dict from the env too (its "observation" entry is read).
     """
     rules = rules if rules is not None else Rules()
@@ -354,29 +359,43 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
             action = 2 * int(np.argmax(row[n : n + t])) + int(row[n + t + 2] > 0.5)
         moves.append((mover, action))
     out["moves"] = moves
-    ends, played = replay_ends(rules, [a for _, a in moves])
-    out["ends"] = ends
-    out["played"] = played
+    out.update(replay_public(rules, moves))
+    if out["leader"] is None:
+        out["leader"] = out["to_play"]
     return out
 
 
-def replay_ends(rules: Rules, actions: Sequence[int]) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
-    """(ends, tiles played) after ``actions`` from an empty line."""
+def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, Any]:
+    """What a public move list (seat, action) implies, from an empty line: ``ends``,
+    ``played`` (sorted tiles), ``opening`` (tile or None), ``leader`` (seat or None),
+    ``voids`` (sorted suits each seat has passed on) and ``passes`` (trailing passes)."""
     ts = rules.tile_set
     left = right = -1
     played = []
-    for a in actions:
-        if a == ts.pass_action:
+    voids = [0] * rules.num_players
+    passes = 0
+    for seat, action in moves:
+        if action == ts.pass_action:
+            voids[seat] |= (1 << left) | (1 << right)  # RULES.md: a pass proves neither end fits
+            passes += 1
             continue
-        x, y = ts.tiles[a >> 1]
+        passes = 0
+        x, y = ts.tiles[action >> 1]
         played.append((x, y))
         if left < 0:
             left, right = x, y
-        elif a & 1:
+        elif action & 1:
             right = y if x == right else x
         else:
             left = y if x == left else x
-    return (None if left < 0 else (left, right)), sorted(played)
+    return {
+        "ends": None if left < 0 else (left, right),
+        "played": sorted(played),
+        "opening": played[0] if played else None,
+        "leader": moves[0][0] if moves else None,
+        "voids": [[v for v in range(ts.num_suits) if mask >> v & 1] for mask in voids],
+        "passes": passes,
+    }
 
 
 def markdown_tables(rules: Rules | None = None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -72,9 +72,7 @@ def render_image(rnd: Round, viewer: int) -> np.ndarray:
     try:
         from PIL import Image, ImageDraw
     except ImportError as e:  # pragma: no cover - depends on the install
-        raise ImportError(
-            'render_mode="rgb_array" needs Pillow: pip install "block-env[render]"'
-        ) from e
+        raise ImportError('render_mode="rgb_array" needs Pillow: pip install "block-env[render]"') from e
     line = rnd.line()
     hand = rnd.tiles.tiles_of(rnd.hands[viewer])
     tile_w = 2 * _CELL + _GAP

@@ -79,8 +79,7 @@ class Rules:
         _check_bool("club_doubling", self.club_doubling)
         if self.partnership and self.num_players != 4:
             raise ValueError(
-                f"Rules.partnership needs num_players=4 (partners sit opposite), "
-                f"got num_players={self.num_players}"
+                f"Rules.partnership needs num_players=4 (partners sit opposite), got num_players={self.num_players}"
             )
         num_tiles = self.tile_set.num_tiles
         if self.hand_size is not None:
@@ -138,9 +137,7 @@ class Rules:
         try:
             return PRESETS[name]
         except KeyError:
-            raise ValueError(
-                f"unknown rules preset {name!r}; presets: {', '.join(PRESETS)}"
-            ) from None
+            raise ValueError(f"unknown rules preset {name!r}; presets: {', '.join(PRESETS)}") from None
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Rules:

@@ -9,7 +9,7 @@ int bitmasks over tile indices (bit i = tile i): legality is then one AND per op
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 Tile = tuple[int, int]
 
@@ -65,10 +65,7 @@ class TileSet:
         except (TypeError, ValueError):
             raise ValueError(f"a tile is a pair of pips (a, b), got {tile!r}") from None
         if key not in self.index:
-            raise ValueError(
-                f"tile {tile!r} is not in the double-{self.max_pip} set "
-                f"(pips 0..{self.max_pip})"
-            )
+            raise ValueError(f"tile {tile!r} is not in the double-{self.max_pip} set (pips 0..{self.max_pip})")
         return self.index[key]
 
     def mask_of(self, tiles: list[Tile] | tuple[Tile, ...]) -> int:
@@ -110,16 +107,14 @@ def bit_indices(mask: int) -> list[int]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def tile_set(max_pip: int) -> TileSet:
     """The double-``max_pip`` set (cached; TileSet is immutable)."""
     if not isinstance(max_pip, int) or max_pip < 0:
         raise ValueError(f"max_pip must be a non-negative int, got {max_pip!r}")
     tiles = tuple((a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))
     index = {t: i for i, t in enumerate(tiles)}
-    suit_masks = tuple(
-        sum(1 << i for i, (a, b) in enumerate(tiles) if v in (a, b)) for v in range(max_pip + 1)
-    )
+    suit_masks = tuple(sum(1 << i for i, (a, b) in enumerate(tiles) if v in (a, b)) for v in range(max_pip + 1))
     return TileSet(
         max_pip=max_pip,
         tiles=tiles,

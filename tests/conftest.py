@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -11,13 +11,11 @@ from hypothesis import HealthCheck, settings
 from block_env import Rules, raw_env
 from block_env.tiles import LEFT_END, RIGHT_END
 
-settings.register_profile(
-    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 
 PASS = "pass"
-Move = Union[str, tuple[tuple[int, int], int]]
+Move = str | tuple[tuple[int, int], int]
 L, R = LEFT_END, RIGHT_END
 
 
@@ -51,3 +49,45 @@ def legal_ids(env: raw_env) -> list[int]:
 @pytest.fixture
 def standard() -> Rules:
     return Rules()
+
+
+def redeal_hidden(rules: Rules, initial_hands: Sequence[int], moves, observer: int, rng) -> list | None:
+    """Another deal with the same public history as ``moves`` for ``observer``: the
+    observer's hand and every tile another seat placed stay put; every other hidden tile is
+    reshuffled among the other seats' unplaced slots and the out-of-play pile, clear of the
+    suits a seat showed it lacks (so its passes stay forced). None if no such deal was found."""
+    ts = rules.tile_set
+    n = rules.num_players
+    placed = [0] * n
+    voids = [0] * n
+    left = right = -1
+    for seat, a in moves:
+        if a == ts.pass_action:
+            voids[seat] |= (1 << left) | (1 << right)
+            continue
+        placed[seat] |= 1 << (a >> 1)
+        x, y = ts.tiles[a >> 1]
+        if left < 0:
+            left, right = x, y
+        elif a & 1:
+            right = y if x == right else x
+        else:
+            left = y if x == left else x
+    hidden = ((1 << ts.num_tiles) - 1) & ~initial_hands[observer]
+    for s in range(n):
+        hidden &= ~placed[s]
+    pool = ts.tiles_of(hidden)
+    rng.shuffle(pool)
+    hands = []
+    for s in range(n):
+        if s == observer:
+            hands.append(ts.tiles_of(initial_hands[s]))
+            continue
+        fits = [t for t in pool if not any(voids[s] >> v & 1 for v in t)]
+        slots = initial_hands[s].bit_count() - placed[s].bit_count()
+        if len(fits) < slots:
+            return None
+        mine = fits[:slots]
+        pool = [t for t in pool if t not in mine]
+        hands.append(ts.tiles_of(placed[s]) + mine)
+    return hands

@@ -28,7 +28,7 @@ def test_pettingzoo_api_and_seed_tests(preset, episode, observation):
 
 def _random_game(env, rng, max_steps=100_000):
     steps = 0
-    for agent in env.agent_iter(max_steps):
+    for _agent in env.agent_iter(max_steps):
         obs, _, term, trunc, _ = env.last()
         if term or trunc:
             env.step(None)

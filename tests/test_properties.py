@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from conftest import redeal_hidden
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -134,7 +135,9 @@ def test_decoded_vector_matches_the_seats_public_view(preset, seed):
             assert d["ends"] == view.ends
             assert d["played"] == ts.tiles_of(view.played)
             assert d["hand_counts"] == [view.hand_counts[(seat + r) % n] for r in range(n)]
-            assert d["voids"] == [[v for v in range(ts.num_suits) if view.voids[(seat + r) % n] >> v & 1] for r in range(n)]
+            assert d["voids"] == [
+                [v for v in range(ts.num_suits) if view.voids[(seat + r) % n] >> v & 1] for r in range(n)
+            ]
             assert d["passes"] == view.passes
             assert d["opening"] == (ts.tiles[view.moves[0][1] >> 1] if view.moves else None)
             assert d["to_play"] == (view.current - seat) % n
@@ -151,7 +154,6 @@ def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, se
     rules = env.rules
     n = rules.num_players
     observer %= n
-    ts = rules.tile_set
     start = env.match.round
     initial = list(start.hands)
     leader = start.leader
@@ -169,30 +171,8 @@ def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, se
         actions.append(a)
         env.step(a)
 
-    # Tiles each other seat placed stay with it; every other hidden tile is reshuffled
-    # among the other seats' unplaced slots and the out-of-play pile, keeping clear of the
-    # suits a seat showed it lacks (so its passes stay forced).
-    final = env.match.round
-    placed = [0] * n
-    for seat, a in final.moves:
-        if a != ts.pass_action:
-            placed[seat] |= 1 << (a >> 1)
-    hidden = ((1 << ts.num_tiles) - 1) & ~initial[observer]
-    for s in range(n):
-        hidden &= ~placed[s]
-    pool = ts.tiles_of(hidden)
-    shuffle.shuffle(pool)
-    hands = []
-    for s in range(n):
-        if s == observer:
-            hands.append(ts.tiles_of(initial[s]))
-            continue
-        fits = [t for t in pool if not any(final.voids[s] >> v & 1 for v in t)]
-        slots = initial[s].bit_count() - placed[s].bit_count()
-        assume(len(fits) >= slots)
-        mine = fits[:slots]
-        pool = [t for t in pool if t not in mine]
-        hands.append(ts.tiles_of(placed[s]) + mine)
+    hands = redeal_hidden(rules, initial, env.match.round.moves, observer, shuffle)
+    assume(hands is not None)
 
     other = raw_env(rules, observation=observation)
     other.reset(seed=seed, options={"hands": hands, "leader": leader})

@@ -236,9 +236,7 @@ def test_match_ends_when_a_side_reaches_the_target_and_keeps_excess():
             assert max(m.scores) < 30
             m.next_round()
         assert m.scores[m.winner_side] >= 30
-        assert m.scores[m.winner_side] == sum(
-            res.award for res in m.results if res.winning_side == m.winner_side
-        )
+        assert m.scores[m.winner_side] == sum(res.award for res in m.results if res.winning_side == m.winner_side)
         with pytest.raises(ValueError, match="match is over"):
             m.next_round()
 

@@ -1,0 +1,114 @@
+"""A trained MaskablePPO policy as an agent (always given the action mask).
+
+An agent file is a folder with ``agent.json`` (rules, encoding, network shape) and
+``policy.pth`` (the policy's tensors). Loading rebuilds the network from the JSON and reads
+the tensors with ``torch.load(weights_only=True)``: no pickled code is executed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.rules import Rules
+
+AGENT_JSON = "agent.json"
+POLICY_WEIGHTS = "policy.pth"
+FORMAT_VERSION = 1
+
+
+def build_policy(metadata: dict[str, Any]) -> Any:
+    """An untrained MaskableActorCriticPolicy shaped as ``metadata`` describes."""
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    activations = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
+    obs_space = spaces.Box(0.0, np.inf, shape=(metadata["observation_size"],), dtype=np.float32)
+    action_space = spaces.Discrete(metadata["num_actions"])
+    return MaskableActorCriticPolicy(
+        obs_space,
+        action_space,
+        lr_schedule=lambda _: 0.0,
+        net_arch=dict(metadata["net_arch"]),
+        activation_fn=activations[metadata["activation"]],
+    )
+
+
+def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, net_arch: dict, activation: str) -> Path:
+    """Write a policy as an agent folder (agent.json + policy.pth)."""
+    import dataclasses
+
+    import torch
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        "format": FORMAT_VERSION,
+        "rules": dataclasses.asdict(rules),
+        "observation": observation,
+        "observation_size": int(policy.observation_space.shape[0]),
+        "num_actions": int(policy.action_space.n),
+        "net_arch": {k: list(v) for k, v in net_arch.items()},
+        "activation": activation,
+    }
+    (folder / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
+    torch.save(policy.state_dict(), folder / POLICY_WEIGHTS)
+    return folder
+
+
+def load_agent_metadata(path: str | Path) -> dict[str, Any]:
+    folder = Path(path)
+    meta_path = folder / AGENT_JSON
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{folder} is not an agent folder: {AGENT_JSON} is missing")
+    metadata = json.loads(meta_path.read_text())
+    if metadata.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{meta_path}: unsupported agent format {metadata.get('format')!r}")
+    return metadata
+
+
+class PolicyAgent(Agent):
+    """Plays a saved MaskablePPO policy, always passing the action mask."""
+
+    name = "policy"
+
+    def __init__(
+        self,
+        rules: Rules,
+        seed: int | None = None,
+        observation: str = "vector",
+        path: str | Path | None = None,
+        deterministic: bool = True,
+    ) -> None:
+        super().__init__(rules, seed, observation)
+        if path is None:
+            raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
+        import torch
+
+        metadata = load_agent_metadata(path)
+        trained = Rules.from_dict(metadata["rules"])
+        if trained != rules or metadata["observation"] != observation:
+            raise ValueError(
+                f"{path} was trained for {trained} with the {metadata['observation']!r} encoding; "
+                f"it cannot play {rules} with {observation!r}"
+            )
+        self.policy = build_policy(metadata)
+        state = torch.load(Path(path) / POLICY_WEIGHTS, map_location="cpu", weights_only=True)
+        self.policy.load_state_dict(state)
+        self.policy.set_training_mode(False)
+        self.deterministic = deterministic
+        self.name = f"policy:{Path(path).name}"
+        if seed is not None:
+            torch.manual_seed(seed)
+
+    def act(self, obs: Observation) -> int:
+        legal_actions(obs)  # refuses an all-zero mask
+        action, _ = self.policy.predict(
+            obs["observation"], action_masks=obs["action_mask"].astype(bool), deterministic=self.deterministic
+        )
+        return int(action)
