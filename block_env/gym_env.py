@@ -1,0 +1,216 @@
+"""A single-agent Gymnasium view of one seat, for stable-baselines3 (MaskablePPO)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from block_env.aec import raw_env, resolve_rules
+from block_env.agents import Agent, make_agent
+from block_env.rules import Rules
+
+ILLEGAL_ACTIONS = ("raise", "terminate")
+
+
+class BlockDominoesEnv(gymnasium.Env):
+    """Block dominoes from one learning seat against opponent agents.
+
+    ## Description
+    Wraps :class:`block_env.raw_env`: the learner acts at its seat, every other seat is
+    played by an opponent agent (scripted, search or a frozen policy snapshot, see
+    :func:`block_env.agents.make_agent`) until the learner's next decision or the episode's
+    end. Each transition carries the learner's own observation and the learner's reward
+    (summed over the opponents' moves in between), never the next mover's.
+
+    ## Action Space
+    ``Discrete(2*T + 1)``, the layout of the AEC env. ``action_masks()`` returns the legal
+    actions as a bool array, for sb3-contrib's MaskablePPO.
+
+    ## Observation Space
+    ``Box(float32)``: the learner's "vector" (default) or "history" encoding, seat-relative,
+    exactly as ``raw_env.observe`` gives it (``block_env.decode_observation`` reads it).
+
+    ## Starting State
+    A fresh deal; the learner sits at ``learner_seat`` (or a seat drawn per episode when
+    None); each other seat gets an opponent drawn from ``opponents``. Opponents move until
+    it is the learner's turn.
+
+    ## Rewards
+    The AEC env's reward mode (``reward``: "zero_sum", "points" or "win_loss") for the
+    learner's seat, multiplied by ``reward_scale``.
+
+    ## Episode End
+    Terminates when the AEC episode ends (``episode="round"`` or ``"match"``). An illegal
+    action raises ValueError naming the legal actions (``illegal_action="raise"``, default),
+    or with ``illegal_action="terminate"`` ends the episode with reward ``-1 * reward_scale``
+    and ``info["illegal_action"] = True`` (for algorithms without masks and for env checkers
+    that sample unmasked actions).
+
+    ## Arguments
+    ``rules``, ``episode``, ``reward``, ``observation`` as for ``raw_env``;
+    ``opponents``: agent specs or Agent objects, one drawn uniformly per seat per episode;
+    ``learner_seat``: int or None; ``reward_scale``: float; ``skip_forced``: play the
+    learner's turns that have exactly one legal action automatically (default True);
+    ``illegal_action``: "raise" or "terminate"; ``render_mode``: "ansi" or "rgb_array".
+
+    ## Version History
+    v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        rules: Rules | str | None = None,
+        *,
+        opponents: Sequence[str | Agent] = ("random",),
+        learner_seat: int | None = None,
+        episode: str = "round",
+        reward: str = "zero_sum",
+        observation: str = "vector",
+        reward_scale: float = 1.0,
+        skip_forced: bool = True,
+        illegal_action: str = "raise",
+        render_mode: str | None = None,
+    ) -> None:
+        self.rules = resolve_rules(rules)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None; got {render_mode!r}")
+        if illegal_action not in ILLEGAL_ACTIONS:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTIONS}; got {illegal_action!r}")
+        n = self.rules.num_players
+        if learner_seat is not None and (
+            isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < n
+        ):
+            raise ValueError(f"learner_seat must be None or a seat 0..{n - 1}, got {learner_seat!r}")
+        if not isinstance(reward_scale, (int, float)) or reward_scale <= 0:
+            raise ValueError(f"reward_scale must be a positive number, got {reward_scale!r}")
+        self.aec = raw_env(self.rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
+        self.observation = observation
+        self.learner_seat = learner_seat
+        self.reward_scale = float(reward_scale)
+        self.skip_forced = skip_forced
+        self.illegal_action = illegal_action
+        self.render_mode = render_mode
+        self.set_opponents(opponents)
+        obs_box = self.aec.observation_space(self.aec.possible_agents[0])["observation"]
+        self.observation_space = obs_box
+        self.action_space = spaces.Discrete(self.rules.tile_set.num_actions)
+        self.seat = 0
+        self.seat_opponents: list[Agent | None] = []
+        self._ready = False
+        self._illegal = False
+        self._reward = 0.0
+
+    # -- opponents ----------------------------------------------------------------------
+
+    def set_opponents(self, opponents: Sequence[str | Agent]) -> None:
+        """Replace the opponent pool (takes effect at the next reset). Used by self-play to
+        add frozen snapshots of the learner as training goes on."""
+        if isinstance(opponents, (str, Agent)) or not opponents:
+            raise ValueError("opponents must be a non-empty sequence of agent specs or Agents")
+        pool: list[Agent] = []
+        for opponent in opponents:
+            if isinstance(opponent, Agent):
+                pool.append(opponent)
+            else:
+                pool.append(make_agent(opponent, self.rules, observation=self.observation))
+        self.opponents = pool
+
+    # -- gymnasium API ------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        n = self.rules.num_players
+        # A scripted first round can end before the learner moves; deal again then.
+        for _ in range(100):
+            self.seat = self.learner_seat if self.learner_seat is not None else int(self.np_random.integers(n))
+            self.seat_opponents = [
+                None if s == self.seat else self.opponents[int(self.np_random.integers(len(self.opponents)))]
+                for s in range(n)
+            ]
+            self.aec.reset(seed=int(self.np_random.integers(2**62)), options=options)
+            for s, opponent in enumerate(self.seat_opponents):
+                if opponent is not None:
+                    opponent.reset(seed=int(self.np_random.integers(2**62)) + s)
+            self._reward = 0.0
+            self._advance()
+            if not self._episode_over:
+                break
+        self._ready = True
+        return self._observe(), self._info()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if not self._ready:
+            raise RuntimeError("call reset() before step()")
+        if self._episode_over:
+            raise RuntimeError("the episode is over; call reset()")
+        self._reward = 0.0
+        agent = self.aec.possible_agents[self.seat]
+        try:
+            self.aec.step(action)
+        except (ValueError, TypeError):
+            if self.illegal_action == "raise":
+                raise
+            self._illegal = True
+            return self._observe(), -1.0 * self.reward_scale, True, False, {**self._info(), "illegal_action": True}
+        self._reward += self.aec.rewards[agent]
+        self._advance()
+        reward = self._reward * self.reward_scale
+        return self._observe(), reward, self._episode_over, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions of the learner (bool); all False when the episode is over."""
+        if not self._ready:
+            raise RuntimeError("call reset() before action_masks()")
+        return self.aec.observe(self.aec.possible_agents[self.seat])["action_mask"].astype(bool)
+
+    def render(self) -> str | np.ndarray | None:
+        return self.aec.render()
+
+    def close(self) -> None:
+        self.aec.close()
+
+    # -- internals ----------------------------------------------------------------------
+
+    @property
+    def _episode_over(self) -> bool:
+        return self._illegal or all(self.aec.terminations.values())
+
+    def _advance(self) -> None:
+        """Let the opponents (and the learner's forced moves) play until the learner has a
+        real decision or the episode ends, adding up the learner's rewards."""
+        self._illegal = False
+        learner = self.aec.possible_agents[self.seat]
+        while not all(self.aec.terminations.values()):
+            agent = self.aec.agent_selection
+            seat = self.aec.agent_name_mapping[agent]
+            if seat == self.seat:
+                legal = self.aec.match.round.legal_actions()
+                if not (self.skip_forced and len(legal) == 1):
+                    return
+                action = legal[0]
+            else:
+                opponent = self.seat_opponents[seat]
+                assert opponent is not None
+                action = opponent.act(self.aec.observe(agent))
+            self.aec.step(action)
+            self._reward += self.aec.rewards[learner]
+
+    def _observe(self) -> np.ndarray:
+        return self.aec.observe(self.aec.possible_agents[self.seat])["observation"]
+
+    def _info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"learner_seat": self.seat}
+        results = self.aec.match.results if self.aec.match is not None else []
+        if results:
+            last = results[-1]
+            info["round_result"] = {"winning_side": last.winning_side, "award": last.award, "end": last.end}
+        if self._episode_over and self.aec.match is not None:
+            info["scores"] = list(self.aec.match.scores)
+            info["learner_side"] = self.rules.side_of(self.seat)
+        return info

@@ -1,0 +1,207 @@
+"""Agents: legal play everywhere, decisions from public information only, scripted choices."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+import pytest
+from conftest import PASS, L, R, play, redeal_hidden, scripted_env
+
+from block_env import PRESETS, Rules, raw_env
+from block_env.agents import HumanAgent, Knowledge, StrategicAgent, make_agent, parse_spec
+from block_env.agents.scripted import StrategyWeights
+
+SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4"]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+@pytest.mark.parametrize("observation", ["vector", "history"])
+def test_every_agent_plays_only_legal_actions(preset, observation):
+    rules = Rules.preset(preset)
+    env = raw_env(rules, observation=observation, episode="match")
+    for game in range(2):
+        env.reset(seed=game)
+        agents = [make_agent(SCRIPTED[(s + game) % 4], rules, seed=s, observation=observation) for s in range(rules.num_players)]
+        steps = 0
+        while not all(env.terminations.values()) and steps < 400:
+            agent = env.agent_selection
+            obs = env.observe(agent)
+            action = agents[env.agent_name_mapping[agent]].act(obs)
+            assert obs["action_mask"][action] == 1
+            env.step(action)
+            steps += 1
+
+
+@pytest.mark.parametrize("spec", SCRIPTED)
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+def test_seeded_agents_decide_the_same_under_permuted_hidden_tiles(spec, preset):
+    """Same public history, hidden tiles dealt differently: the same decision."""
+    rules = Rules.preset(preset)
+    rng = np.random.default_rng(7)
+    shuffle = random.Random(3)
+    checked = 0
+    for seed in range(12):
+        env = raw_env(rules)
+        env.reset(seed=seed)
+        initial = list(env.match.round.hands)
+        leader = env.match.round.leader
+        # Random play up to a decision of seat 0 with a real choice.
+        for _ in range(int(rng.integers(2, 12))):
+            if all(env.terminations.values()):
+                break
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+        if all(env.terminations.values()):
+            continue
+        observer = env.agent_name_mapping[env.agent_selection]
+        hands = redeal_hidden(rules, initial, env.match.round.moves, observer, shuffle)
+        if hands is None:
+            continue
+        other = raw_env(rules)
+        other.reset(seed=seed, options={"hands": hands, "leader": leader})
+        for _, action in env.match.round.moves:
+            other.step(action)
+        a = env.observe(env.agent_selection)
+        b = other.observe(other.agent_selection)
+        assert np.array_equal(a["observation"], b["observation"])
+        first = make_agent(spec, rules, seed=11)
+        second = make_agent(spec, rules, seed=11)
+        assert first.act(a) == second.act(b)
+        checked += 1
+    assert checked >= 5
+
+
+def test_same_seed_same_decisions_and_reset_reseeds():
+    rules = Rules()
+    env = scripted_env(rules, [[(0, 1), (0, 2), (0, 3), (0, 4)], [(1, 1), (2, 2)]], leader=0)
+    obs = env.observe("player_0")
+    agent = make_agent("random", rules, seed=5)
+    first = [agent.act(obs) for _ in range(20)]
+    agent.reset(seed=5)
+    assert [agent.act(obs) for _ in range(20)] == first
+    assert len(set(first)) > 1
+
+
+def test_greedy_plays_heaviest_tile_and_doubles_first_on_ties():
+    rules = Rules()
+    env = scripted_env(rules, [[(2, 6), (4, 4), (0, 1)], [(1, 1)]], leader=0)
+    assert make_agent("greedy", rules).act(env.observe("player_0")) == rules.tile_set.action((4, 4), L)
+    env = scripted_env(rules, [[(1, 6), (3, 4), (2, 2)], [(1, 1)]], leader=0)
+    assert make_agent("greedy", rules).act(env.observe("player_0")) == rules.tile_set.action((1, 6), L)
+
+
+def test_strategic_keeps_a_suit_the_opponent_lacks_on_the_ends():
+    rules = Rules()
+    ts = rules.tile_set
+    hands = [[(5, 5), (3, 5), (2, 6), (4, 5), (1, 1)], [(3, 6), (0, 1), (1, 2)]]
+    env = scripted_env(rules, hands, leader=0)
+    play(env, [((5, 5), L), PASS, ((3, 5), R), ((3, 6), R)])  # seat 1 passed on 5|5; ends 5|6
+    obs = env.observe("player_0")
+    assert Knowledge.from_observation(obs, rules).voids[1] == 1 << 5
+    keep_five = ts.action((2, 6), R)  # ends 5|2: seat 1 still cannot follow the 5
+    heavier = ts.action((4, 5), L)  # ends 4|6, one pip heavier
+    assert make_agent("greedy", rules).act(obs) == heavier
+    assert make_agent("strategic", rules).act(obs) == keep_five
+    blind = StrategicAgent(rules, weights=dataclasses.replace(StrategyWeights(), opponent_void=0.0))
+    assert blind.act(obs) == heavier  # the void is what made the difference
+
+
+def _lock_position(rules: Rules, hand: list[tuple[int, int]]) -> Knowledge:
+    """Ends 0|6 with every other six in the line: [0|6] on the 0 would show 6|6, which
+    nobody else can follow."""
+    ts = rules.tile_set
+    played = [(1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6), (0, 1)]
+    return Knowledge(
+        rules=rules,
+        hand=ts.mask_of(hand),
+        ends=(0, 6),
+        played=ts.mask_of(played),
+        opening=ts.tile_index((6, 6)),
+        leader=1,
+        hand_counts=(len(hand), 4),
+        voids=(0, 0),
+        passes=0,
+        scores=(0, 0),
+        legal=(),
+    )
+
+
+@pytest.mark.parametrize(
+    "hand, locks",
+    [([(0, 6), (0, 0)], True), ([(0, 6), (0, 0), (5, 5), (4, 5)], False)],
+    ids=["light-locks", "heavy-keeps-open"],
+)
+def test_strategic_blocks_on_purpose_only_when_light(hand, locks):
+    rules = Rules()
+    ts = rules.tile_set
+    k = _lock_position(rules, hand)
+    agent = StrategicAgent(rules)
+    lock = agent.score(k, ts.action((0, 6), L))
+    keep_open = agent.score(k, ts.action((0, 0), L))
+    assert (lock > keep_open) is locks
+
+
+def test_search_agent_validates_its_options():
+    with pytest.raises(ValueError, match="worlds must be a positive int"):
+        make_agent("search:worlds=0", Rules())
+    with pytest.raises(ValueError, match="playout must be"):
+        make_agent("search:playout=smart", Rules())
+    with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
+        make_agent("greedy:depth=3", Rules())
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("alphazero", "unknown agent 'alphazero'"),
+        ("", "non-empty string"),
+        ("policy", "needs a path"),
+        ("search:worlds", "not key=value"),
+    ],
+)
+def test_bad_agent_specs(spec, message):
+    with pytest.raises(ValueError, match=message):
+        make_agent(spec, Rules())
+
+
+def test_parse_spec():
+    assert parse_spec("search:worlds=96,playout=random,epsilon=0.5") == (
+        "search",
+        {"worlds": 96, "playout": "random", "epsilon": 0.5},
+    )
+    assert parse_spec("policy:runs/a:b") == ("policy", {"path": "runs/a:b"})
+
+
+def test_agents_refuse_an_all_zero_mask():
+    rules = Rules()
+    env = raw_env(rules)
+    env.reset(seed=0)
+    off_turn = [a for a in env.agents if a != env.agent_selection][0]
+    for spec in SCRIPTED:
+        with pytest.raises(ValueError, match="not this seat's turn"):
+            make_agent(spec, rules).act(env.observe(off_turn))
+
+
+def test_human_agent_shows_the_board_lists_moves_and_re_asks_bad_input():
+    rules = Rules()
+    env = scripted_env(rules, [[(1, 4), (4, 6), (2, 2)], [(3, 5), (1, 6)]], leader=1)
+    play(env, [((1, 6), L)])  # ends 1|6
+    answers = iter(["", "seven", "0", "9", "2"])
+    out: list[str] = []
+    human = HumanAgent(rules, read=lambda prompt: next(answers), write=out.append)
+    action = human.act(env.observe("player_0"))
+    text = "\n".join(out)
+    assert "Ends: 1 (left) | 6 (right)" in text
+    assert "Your hand: [1|4] [2|2] [4|6]" in text
+    assert "1) [1|4] on left" in text and "2) [4|6] on right" in text
+    assert text.count("is not a move here") == 4
+    assert action == rules.tile_set.action((4, 6), R)
+
+
+def test_human_agent_passes_when_forced_without_asking():
+    rules = Rules()
+    env = scripted_env(rules, [[(1, 4), (2, 2)], [(3, 5), (0, 6)]], leader=0)
+    play(env, [((1, 4), L)])
+    human = HumanAgent(rules, read=lambda prompt: pytest.fail("asked"), write=lambda s: None)
+    assert human.act(env.observe("player_1")) == rules.tile_set.pass_action

@@ -1,0 +1,173 @@
+"""The arena: duplicate deals, statistics, ratings, outputs and the console commands."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from block_env import Rules
+from block_env.arena import (
+    ArenaConfig,
+    mean_ci,
+    play_deal,
+    rotations,
+    run_arena,
+    summarize,
+    tables,
+    write_outputs,
+)
+from block_env.cli import main
+
+
+def test_tables_and_rotations_seat_every_agent_everywhere():
+    assert tables(4, Rules()) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    assert tables(4, Rules(num_players=3))[0] == (0, 1, 2) and len(tables(4, Rules(num_players=3))) == 4
+    assert tables(3, Rules.preset("partnership")) == [(0, 1, 0, 1), (0, 2, 0, 2), (1, 2, 1, 2)]
+    assert tables(2, Rules(num_players=3)) == [(0, 1, 0)]
+    assert rotations((0, 1, 2)) == [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    assert rotations((0, 1, 0, 1)) == [(0, 1, 0, 1), (1, 0, 1, 0)]
+
+
+@pytest.mark.parametrize("preset, episode", [("standard_3p", "round"), ("partnership", "round"), ("standard", "match")])
+def test_duplicate_deals_are_identical_across_rotations(preset, episode):
+    rules = Rules.preset(preset)
+    config = ArenaConfig(agents=("random", "greedy", "strategic"), rules=rules, episode=episode, deals=2)
+    records = play_deal(config, deal=0, seed=12345)
+    firsts = {json.dumps(r["first_deal"]) for r in records}
+    assert len(firsts) == 1  # same hands and leader at every table and seating
+    for table in {r["table"] for r in records}:
+        seatings = [tuple(r["seating"]) for r in records if r["table"] == table]
+        for seat in range(rules.num_players):  # each agent of the table sits in each seat
+            assert {s[seat] for s in seatings} == set(seatings[0])
+    other = play_deal(config, deal=1, seed=54321)
+    assert json.dumps(other[0]["first_deal"]) not in firsts
+
+
+def test_mean_ci_arithmetic():
+    est = mean_ci([1.0, 2.0, 3.0, 4.0])
+    sd = math.sqrt(sum((x - 2.5) ** 2 for x in [1, 2, 3, 4]) / 3)
+    assert est.mean == 2.5 and est.n == 4
+    assert est.high - est.mean == pytest.approx(1.959964 * sd / 2)
+    assert mean_ci([0.9, 1.0, 1.0], clip=(0.0, 1.0)).high == 1.0
+    assert math.isnan(mean_ci([]).mean)
+    assert mean_ci([3.0]).low == 3.0
+
+
+def _record(deal, seating, winning_side, award=10):
+    return {
+        "deal": deal,
+        "table": 0,
+        "seating": seating,
+        "rounds": [{"winning_side": winning_side, "award": award, "end": "domino"}],
+        "first_deal": {},
+        "match_winner_side": None,
+    }
+
+
+def test_summary_statistics_head_to_head_and_ratings_on_known_records():
+    """Agent 0 wins every round in both seats: its rates, margins and rating show it."""
+    config = ArenaConfig(agents=("random", "greedy"), deals=3)
+    records = []
+    for deal in range(3):
+        records.append(_record(deal, [0, 1], winning_side=0, award=10 + deal))
+        records.append(_record(deal, [1, 0], winning_side=1, award=10 + deal))
+    report = summarize(config, records)
+    winner, loser = report.agents
+    assert winner.round_win_rate.mean == 1.0 and loser.round_win_rate.mean == 0.0
+    assert winner.points_per_round.mean == pytest.approx(11.0)
+    assert winner.net_per_round.mean == pytest.approx(11.0) and loser.net_per_round.mean == pytest.approx(-11.0)
+    assert report.head_to_head["random"]["greedy"].mean == pytest.approx(11.0)
+    assert report.head_to_head["greedy"]["random"].mean == pytest.approx(-11.0)
+    assert winner.rating > loser.rating
+    assert winner.seat_rounds == 6
+
+
+def test_tied_block_counts_as_no_win_and_zero_net():
+    config = ArenaConfig(agents=("random", "greedy"), deals=1)
+    report = summarize(config, [_record(0, [0, 1], winning_side=None, award=0)])
+    for a in report.agents:
+        assert a.round_win_rate.mean == 0.0 and a.net_per_round.mean == 0.0
+
+
+def test_arena_is_seeded_and_parallel_runs_agree(tmp_path):
+    config = ArenaConfig(agents=("random", "greedy"), deals=4, seed=3, workers=1)
+    serial = run_arena(config, progress=False)
+    parallel = run_arena(ArenaConfig(agents=("random", "greedy"), deals=4, seed=3, workers=2), progress=False)
+    assert serial == parallel
+    report = summarize(config, serial)
+    paths = write_outputs(report, tmp_path / "out")
+    assert paths["chart"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader(paths["csv"].open()))
+    assert {r["agent"] for r in rows} == {"random", "greedy"}
+    assert json.loads(paths["json"].read_text())["config"]["deals"] == 4
+    assert "| `greedy` |" in paths["markdown"].read_text()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"agents": ("random",)}, "at least 2 agents"),
+        ({"agents": ("random", "random")}, "distinct"),
+        ({"agents": ("random", "human")}, "unattended"),
+        ({"agents": ("random", "wizard")}, "unknown agent 'wizard'"),
+        ({"agents": ("random", "greedy"), "deals": 0}, "deals must be a positive int"),
+        ({"agents": ("random", "greedy"), "episode": "game"}, "episode must be one of"),
+    ],
+)
+def test_arena_config_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ArenaConfig(**kwargs)
+
+
+def test_eval_command_end_to_end(tmp_path, capsys):
+    out = tmp_path / "eval"
+    code = main(
+        ["eval", "--agents", "random", "greedy", "search:worlds=2", "--rules", "standard_3p", "--deals", "3",
+         "--workers", "2", "--out", str(out), "--quiet"]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "round win rate" in printed and "`search:worlds=2`" in printed
+    assert {p.name for p in out.iterdir()} == {"summary.md", "summary.csv", "report.json", "chart.png"}
+
+
+def test_eval_command_match_mode_reports_match_win_rate(tmp_path, capsys):
+    assert main(["eval", "--agents", "random", "greedy", "--episode", "match", "--deals", "2", "--workers", "1",
+                 "--out", str(tmp_path), "--quiet"]) == 0
+    assert "match win rate" in capsys.readouterr().out
+
+
+def test_eval_command_refuses_bad_input(tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["eval", "--agents", "random", "wizard", "--deals", "1", "--out", str(tmp_path)])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit):
+        main(["eval", "--agents", "random", "greedy", "--deals", "0"])
+
+
+def test_play_command_in_a_real_terminal_session():
+    """`block-dominoes play` with a person typing "1" at every prompt."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "block_env.cli", "play", "--episode", "round", "--seed", "4", "--opponents", "greedy"],
+        input="x\n" + "1\n" * 40,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "You are player_0" in proc.stdout
+    assert "Line:" in proc.stdout and "Your hand:" in proc.stdout
+    assert "Round 1 over" in proc.stdout
+
+
+def test_encodings_and_rules_commands(capsys):
+    assert main(["encodings", "--rules", "partnership"]) == 0
+    text = capsys.readouterr().out
+    assert "#### `vector`" in text and "| `voids` |" in text and "(4, 7)" in text
+    assert main(["rules"]) == 0
+    assert "house_3p" in capsys.readouterr().out
