@@ -12,6 +12,7 @@ import csv
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import random
 from collections.abc import Iterable, Sequence
@@ -87,14 +88,9 @@ def deal_seeds(seed: int, deals: int) -> list[int]:
 
 # -- playing (runs in worker processes) -------------------------------------------------------
 
-_AGENTS: dict[tuple[str, Rules], Agent] = {}
-
-
-def _agent(spec: str, rules: Rules) -> Agent:
-    key = (spec, rules)
-    if key not in _AGENTS:
-        _AGENTS[key] = make_agent(spec, rules)
-    return _AGENTS[key]
+# Agents built once per worker process (a pool lives for one run_arena call, so a policy
+# file re-saved between runs is read again).
+_WORKER_AGENTS: dict[str, Agent] = {}
 
 
 def play_episode(env: Any, agents: Sequence[Agent], seed: int) -> dict[str, Any]:
@@ -115,20 +111,27 @@ def play_episode(env: Any, agents: Sequence[Agent], seed: int) -> dict[str, Any]
     }
 
 
-def play_deal(config: ArenaConfig, deal: int, seed: int) -> list[dict[str, Any]]:
-    """Every table and rotation on one deal (the same seed, hence the same tiles)."""
+def play_deal(
+    config: ArenaConfig, deal: int, seed: int, agents: dict[str, Agent] | None = None
+) -> list[dict[str, Any]]:
+    """Every table and rotation on one deal (the same seed, hence the same tiles).
+    ``agents`` caches the built agents by spec across calls."""
+    agents = {} if agents is None else agents
+    for spec in config.agents:
+        if spec not in agents:
+            agents[spec] = make_agent(spec, config.rules)
     env = raw_env(config.rules, episode=config.episode, reward="points")
     records = []
     for table_index, table in enumerate(tables(len(config.agents), config.rules)):
         for seating in rotations(table):
-            agents = [_agent(config.agents[a], config.rules) for a in seating]
-            episode = play_episode(env, agents, seed)
+            seated = [agents[config.agents[a]] for a in seating]
+            episode = play_episode(env, seated, seed)
             records.append({"deal": deal, "table": table_index, "seating": list(seating), **episode})
     return records
 
 
 def _play_deal_task(args: tuple[ArenaConfig, int, int]) -> list[dict[str, Any]]:
-    return play_deal(*args)
+    return play_deal(*args, agents=_WORKER_AGENTS)
 
 
 def run_arena(config: ArenaConfig, progress: bool = True) -> list[dict[str, Any]]:
@@ -138,11 +141,14 @@ def run_arena(config: ArenaConfig, progress: bool = True) -> list[dict[str, Any]
     bar = _progress_bar(progress, len(tasks), f"arena: {len(config.agents)} agents, {config.deals} deals")
     with bar as update:
         if config.workers == 1:
+            agents: dict[str, Agent] = {}
             for i, task in enumerate(tasks):
-                results[i] = _play_deal_task(task)
+                results[i] = play_deal(*task, agents=agents)
                 update()
         else:
-            with ProcessPoolExecutor(max_workers=config.workers) as pool:
+            # spawn, not fork: the parent may hold torch threads (training), which fork can deadlock.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
                 for i, records in enumerate(
                     pool.map(_play_deal_task, tasks, chunksize=max(1, len(tasks) // (20 * config.workers)))
                 ):
@@ -449,8 +455,8 @@ def _chart(report: ArenaReport, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     ranked = report.ranked()
-    names = [a.agent for a in ranked]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.6 * len(names) + 1.8))
+    names = [a.agent if len(a.agent) <= 32 else "…" + a.agent[-31:] for a in ranked]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.6 * len(names) + 1.8), layout="constrained")
     for ax, key, title in [
         (axes[0], "round_win_rate", "round win rate (95% CI)"),
         (axes[1], "net_per_round", "net points per round (95% CI)"),
@@ -464,7 +470,6 @@ def _chart(report: ArenaReport, path: Path) -> None:
         ax.grid(axis="x", alpha=0.3)
     cfg = report.config
     fig.suptitle(f"{_rules_text(cfg.rules)}, {cfg.episode} episodes, {cfg.deals} duplicate deals")
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

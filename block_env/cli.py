@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from block_env.rules import PRESETS, Rules
 
@@ -63,6 +65,49 @@ def cmd_play(args: argparse.Namespace) -> int:
     return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
 
 
+def _train_overrides(args: argparse.Namespace) -> dict:
+    overrides = {}
+    if getattr(args, "total_timesteps", None) is not None:
+        overrides["total_timesteps"] = args.total_timesteps
+    if getattr(args, "seed", None) is not None:
+        overrides["seed"] = args.seed
+    return overrides
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from block_env.training.config import load_config
+    from block_env.training.train import train
+
+    config = load_config(args.config, _train_overrides(args))
+    summary = train(config, args.out, resume=args.resume, progress=not args.quiet)
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def cmd_main(args: argparse.Namespace) -> int:
+    """Train with the config, then run the arena against the baselines and print the table."""
+    from block_env.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.training.config import load_config
+    from block_env.training.train import BEST, train
+
+    config = load_config(args.config, _train_overrides(args))
+    summary = train(config, args.out, progress=not args.quiet)
+    print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
+    arena = ArenaConfig(
+        agents=(f"policy:{Path(args.out) / BEST}", *config.eval.opponents),
+        rules=config.resolved_rules(),
+        episode=config.episode,
+        deals=config.eval.final_deals,
+        seed=config.seed + 2026,  # deals the training-time evaluations never saw
+        workers=args.workers,
+    )
+    report = summarize(arena, run_arena(arena, progress=not args.quiet))
+    paths = write_outputs(report, Path(args.out) / "arena")
+    print(markdown(report))
+    print("wrote " + ", ".join(str(p) for p in paths.values()) + f", {summary['learning_curve']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,6 +139,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episode", choices=["round", "match"], default="match")
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=cmd_play)
+
+    for name, func, text in [
+        ("train", cmd_train, "train a MaskablePPO agent from a YAML config"),
+        ("main", cmd_main, "the main job: train with a config, then evaluate against the baselines"),
+    ]:
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--config", default="configs/default.yaml", help="YAML training config")
+        p.add_argument("--out", default="runs/default", help="run folder (agents, checkpoints, logs, curves)")
+        p.add_argument("--total-timesteps", type=_positive_int, default=None, help="override total_timesteps")
+        p.add_argument("--seed", type=int, default=None, help="override the config's seed")
+        p.add_argument("--quiet", action="store_true", help="no progress bars")
+        if name == "train":
+            p.add_argument("--resume", default=None, help="checkpoint .zip to continue from")
+        else:
+            p.add_argument("--workers", type=_positive_int, default=default_workers(), help="arena processes")
+        p.set_defaults(func=func)
     return parser
 
 

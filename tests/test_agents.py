@@ -23,7 +23,10 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
     env = raw_env(rules, observation=observation, episode="match")
     for game in range(2):
         env.reset(seed=game)
-        agents = [make_agent(SCRIPTED[(s + game) % 4], rules, seed=s, observation=observation) for s in range(rules.num_players)]
+        agents = [
+            make_agent(SCRIPTED[(s + game) % 4], rules, seed=s, observation=observation)
+            for s in range(rules.num_players)
+        ]
         steps = 0
         while not all(env.terminations.values()) and steps < 400:
             agent = env.agent_selection

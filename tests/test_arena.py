@@ -127,8 +127,22 @@ def test_arena_config_errors(kwargs, message):
 def test_eval_command_end_to_end(tmp_path, capsys):
     out = tmp_path / "eval"
     code = main(
-        ["eval", "--agents", "random", "greedy", "search:worlds=2", "--rules", "standard_3p", "--deals", "3",
-         "--workers", "2", "--out", str(out), "--quiet"]
+        [
+            "eval",
+            "--agents",
+            "random",
+            "greedy",
+            "search:worlds=2",
+            "--rules",
+            "standard_3p",
+            "--deals",
+            "3",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
     )
     assert code == 0
     printed = capsys.readouterr().out
@@ -137,8 +151,26 @@ def test_eval_command_end_to_end(tmp_path, capsys):
 
 
 def test_eval_command_match_mode_reports_match_win_rate(tmp_path, capsys):
-    assert main(["eval", "--agents", "random", "greedy", "--episode", "match", "--deals", "2", "--workers", "1",
-                 "--out", str(tmp_path), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--agents",
+                "random",
+                "greedy",
+                "--episode",
+                "match",
+                "--deals",
+                "2",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "match win rate" in capsys.readouterr().out
 
 

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from block_env.agents.base import Agent, Knowledge, Observation, legal_actions
+from block_env.agents.scripted import StrategicAgent
 from block_env.engine import Round
 from block_env.rules import Rules
 from block_env.tiles import bit_indices
+
+PLAYOUTS = ("greedy", "heuristic", "random")
 
 
 class SearchAgent(Agent):
     """Determinized Monte Carlo: sample hidden deals consistent with everything public
     (hand counts, tiles out of play or unseen, voids shown by passes), play every legal
     move in each sampled world, finish the round with a fast playout policy, and choose the
-    move with the best mean round value for its side (zero-sum points).
+    move with the best mean round value for its side (zero-sum points). With the strategic
+    prior it keeps the strategic agent's move unless the search's best move beats it on the
+    same sampled worlds by more than ``confidence`` standard errors.
 
     Args:
         worlds: deals sampled per decision (the budget; each world plays every legal move).
-        playout: "greedy" (heaviest tile first, with ``epsilon`` random moves) or "random".
-        epsilon: probability of a random move inside greedy playouts.
+        playout: "greedy" (heaviest tile first), "heuristic" (heavy tiles, doubles, and
+            keeping tiles that follow the new ends), each with ``epsilon`` random moves; or
+            "random".
+        epsilon: probability of a random move inside greedy and heuristic playouts.
+        prior: "strategic" (default) or "none".
+        confidence: standard errors the search's best move must win by to override the prior.
     """
 
     name = "search"
@@ -27,17 +36,25 @@ class SearchAgent(Agent):
         rules: Rules,
         seed: int | None = None,
         observation: str = "vector",
-        worlds: int = 48,
-        playout: str = "greedy",
+        worlds: int = 96,
+        playout: str = "heuristic",
         epsilon: float = 0.15,
+        prior: str = "strategic",
+        confidence: float = 1.0,
     ) -> None:
         super().__init__(rules, seed, observation)
         if not isinstance(worlds, int) or worlds < 1:
             raise ValueError(f"search worlds must be a positive int, got {worlds!r}")
-        if playout not in ("greedy", "random"):
-            raise ValueError(f"search playout must be 'greedy' or 'random', got {playout!r}")
+        if playout not in PLAYOUTS:
+            raise ValueError(f"search playout must be one of {PLAYOUTS}, got {playout!r}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
+        if prior not in ("strategic", "none"):
+            raise ValueError(f"search prior must be 'strategic' or 'none', got {prior!r}")
+        if not isinstance(confidence, (int, float)) or confidence < 0:
+            raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
+        self.prior = StrategicAgent(rules, seed, observation) if prior == "strategic" else None
+        self.confidence = float(confidence)
         self.worlds = worlds
         self.playout = playout
         self.epsilon = 1.0 if playout == "random" else epsilon
@@ -54,15 +71,30 @@ class SearchAgent(Agent):
         if len(legal) == 1:
             return legal[0]
         k = self.knowledge(obs)
-        totals = [0.0] * len(legal)
-        for _ in range(self.worlds):
+        # values[j][w]: the round value of move j in sampled world w (common worlds, so
+        # moves are compared on the same deals).
+        values = [[0.0] * self.worlds for _ in legal]
+        for w in range(self.worlds):
             world = self.sample_world(k)
             for j, action in enumerate(legal):
                 rnd = world.copy()
                 rnd.apply(action)
                 self._play_out(rnd)
-                totals[j] += self._value(rnd)
-        return legal[totals.index(max(totals))]
+                values[j][w] = self._value(rnd)
+        means = [sum(v) / self.worlds for v in values]
+        best = means.index(max(means))
+        if self.prior is None:
+            return legal[best]
+        # Keep the strategic move unless search finds a better one with some confidence:
+        # the paired mean difference must exceed ``confidence`` standard errors.
+        scores = [self.prior.score(k, a) for a in legal]
+        default = scores.index(max(scores))
+        if best == default or self.worlds < 2:
+            return legal[best]
+        diffs = [b - d for b, d in zip(values[best], values[default])]
+        mean = sum(diffs) / len(diffs)
+        var = sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)
+        return legal[best] if mean > self.confidence * (var / len(diffs)) ** 0.5 else legal[default]
 
     def sample_world(self, k: Knowledge) -> Round:
         """One deal of the unseen tiles consistent with the public record, as a Round with
@@ -106,14 +138,32 @@ class SearchAgent(Agent):
         rng = self.rng
         key = self._key
         eps = self.epsilon
+        heuristic = self.playout == "heuristic"
         while rnd.result is None:
             legal = rnd.legal_actions()
             if len(legal) == 1:
                 rnd.apply(legal[0])
             elif rng.random() < eps:
                 rnd.apply(legal[rng.randrange(len(legal))])
+            elif heuristic:
+                rnd.apply(max(legal, key=lambda a: self._heuristic(rnd, a)))
             else:
                 rnd.apply(max(legal, key=key.__getitem__))
+
+    def _heuristic(self, rnd: Round, action: int) -> float:
+        """Heavy tiles first, doubles early, and keep tiles of my own for the new ends."""
+        ts = rnd.tiles
+        i = action >> 1
+        x, y = ts.tiles[i]
+        hand = rnd.hands[rnd.current] & ~(1 << i)
+        if rnd.left < 0:
+            ends = (x, y)
+        elif action & 1:
+            ends = (rnd.left, y if x == rnd.right else x)
+        else:
+            ends = (y if x == rnd.left else x, rnd.right)
+        mine = (hand & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
+        return 1.5 * (x + y) + 4.0 * (x == y) + 2.0 * mine
 
     def _value(self, rnd: Round) -> float:
         """Zero-sum round value for my side (side 0: relative seats keep sides)."""

@@ -1,0 +1,295 @@
+"""Typed, validated training configuration, read from YAML (configs/*.yaml).
+
+Every section is a frozen dataclass with a docstring per field; an unknown key, a wrong type
+or an out-of-range value is a ValueError that names the key (with its section).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from block_env.rules import Rules
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """sb3-contrib MaskablePPO hyperparameters."""
+
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    n_steps: int = 512
+    """Transitions collected per env between updates."""
+    batch_size: int = 256
+    """Minibatch size of each gradient step."""
+    n_epochs: int = 5
+    """Passes over each rollout."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE smoothing."""
+    clip_range: float = 0.2
+    """PPO policy clip."""
+    ent_coef: float = 0.01
+    """Entropy bonus."""
+    vf_coef: float = 0.5
+    """Value loss weight."""
+    net_arch: tuple[int, ...] = (128, 128)
+    """Hidden layer sizes, shared shape for the policy and value networks."""
+    activation: str = "tanh"
+    """"tanh" or "relu"."""
+
+    def validate(self) -> None:
+        _positive("ppo.learning_rate", self.learning_rate)
+        _positive("ppo.n_steps", self.n_steps)
+        _positive("ppo.batch_size", self.batch_size)
+        _positive("ppo.n_epochs", self.n_epochs)
+        _in_range("ppo.gamma", self.gamma, 0.0, 1.0)
+        _in_range("ppo.gae_lambda", self.gae_lambda, 0.0, 1.0)
+        _positive("ppo.clip_range", self.clip_range)
+        _in_range("ppo.ent_coef", self.ent_coef, 0.0, 1.0)
+        _positive("ppo.vf_coef", self.vf_coef)
+        if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
+            raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"ppo.activation must be 'tanh' or 'relu', got {self.activation!r}")
+
+
+@dataclass(frozen=True)
+class OpponentsConfig:
+    """Who the learner plays against during training."""
+
+    scripted: tuple[str, ...] = ("random", "greedy", "strategic")
+    """Baseline agent specs always in the pool (block_env.agents.make_agent specs)."""
+    self_play: bool = True
+    """Add frozen snapshots of the learner to the pool as training goes on."""
+    snapshot_every: int = 50_000
+    """Environment steps between snapshots."""
+    max_snapshots: int = 3
+    """Newest snapshots kept in the pool."""
+
+    def validate(self) -> None:
+        if not self.scripted and not self.self_play:
+            raise ValueError("opponents: give at least one scripted opponent or enable self_play")
+        from block_env.agents import parse_spec
+
+        for spec in self.scripted:
+            name, _ = parse_spec(spec)
+            if name == "human":
+                raise ValueError("opponents.scripted cannot hold 'human': training runs unattended")
+        _positive("opponents.snapshot_every", self.snapshot_every)
+        _positive("opponents.max_snapshots", self.max_snapshots)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Imitation warm start: before PPO, fit the policy to a teacher agent's moves and the
+    value head to the teacher games' outcomes (behaviour cloning). ``teacher: null`` skips it."""
+
+    teacher: str | None = "strategic"
+    """Agent spec whose decisions are imitated (every seat of the teacher games), or null."""
+    decisions: int = 40_000
+    """Teacher decisions with two or more legal moves to collect."""
+    epochs: int = 8
+    """Passes over the collected decisions."""
+    batch_size: int = 256
+    """Minibatch size."""
+    learning_rate: float = 1e-3
+    """Adam step size of the warm start."""
+
+    def validate(self) -> None:
+        if self.teacher is not None:
+            from block_env.agents import parse_spec
+
+            name, _ = parse_spec(self.teacher)
+            if name == "human":
+                raise ValueError("pretrain.teacher cannot be 'human'")
+        _positive("pretrain.decisions", self.decisions)
+        _positive("pretrain.epochs", self.epochs)
+        _positive("pretrain.batch_size", self.batch_size)
+        _positive("pretrain.learning_rate", self.learning_rate)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Periodic evaluation against the baselines (masks always on) and the final arena."""
+
+    every: int = 50_000
+    """Environment steps between evaluations (learning-curve points; best model kept)."""
+    deals: int = 60
+    """Duplicate deals per opponent at each periodic evaluation."""
+    opponents: tuple[str, ...] = ("random", "greedy", "strategic")
+    """Baselines the learner is evaluated against, periodically and in the final arena."""
+    final_deals: int = 300
+    """Duplicate deals of the final arena run (block-dominoes main)."""
+
+    def validate(self) -> None:
+        _positive("eval.every", self.every)
+        _positive("eval.deals", self.deals)
+        _positive("eval.final_deals", self.final_deals)
+        if not self.opponents:
+            raise ValueError("eval.opponents must name at least one baseline")
+        from block_env.agents import parse_spec
+
+        for spec in self.opponents:
+            parse_spec(spec)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. ``rules`` is a preset name or a mapping of Rules fields."""
+
+    rules: str | dict[str, Any] = "standard"
+    """Rules preset name, or a mapping of block_env.Rules fields."""
+    episode: str = "round"
+    """"round" or "match" episodes."""
+    reward: str = "zero_sum"
+    """The AEC reward mode the learner gets: "zero_sum", "points" or "win_loss"."""
+    reward_scale: float = 0.05
+    """Multiplies rewards (points are tens; PPO likes rewards near 1)."""
+    observation: str = "vector"
+    """Observation encoding: "vector" or "history"."""
+    total_timesteps: int = 200_000
+    """Learner environment steps to train for."""
+    n_envs: int = 4
+    """Parallel environments."""
+    vec_env: str = "subproc"
+    """"subproc" (one process per env) or "dummy" (all in this process)."""
+    seed: int = 0
+    """Seeds the model, the envs and the evaluations."""
+    checkpoint_every: int = 50_000
+    """Environment steps between resumable checkpoints."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def validate(self) -> None:
+        try:
+            self.resolved_rules()
+        except ValueError as e:
+            raise ValueError(f"rules: {e}") from None
+        for name, value, choices in [
+            ("episode", self.episode, ("round", "match")),
+            ("reward", self.reward, ("zero_sum", "points", "win_loss")),
+            ("observation", self.observation, ("vector", "history")),
+            ("vec_env", self.vec_env, ("subproc", "dummy")),
+        ]:
+            if value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+        _positive("reward_scale", self.reward_scale)
+        _positive("total_timesteps", self.total_timesteps)
+        _positive("n_envs", self.n_envs)
+        _positive("checkpoint_every", self.checkpoint_every)
+        self.ppo.validate()
+        self.pretrain.validate()
+        self.opponents.validate()
+        self.eval.validate()
+
+    def resolved_rules(self) -> Rules:
+        if isinstance(self.rules, str):
+            return Rules.preset(self.rules)
+        return Rules.from_dict(dict(self.rules))
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        new = dataclasses.replace(self, **changes)
+        new.validate()
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+def _in_range(name: str, value: Any, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
+
+
+def _build(cls: type, values: Any, where: str) -> Any:
+    """A dataclass from a mapping: unknown keys and wrong types are errors naming the key."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{where or 'the config'} must be a mapping, got {values!r}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        raise ValueError(
+            f"unknown config key(s) {', '.join(prefix + k for k in unknown)}; known: {', '.join(sorted(known))}"
+        )
+    kwargs = {}
+    for key, value in values.items():
+        name = f"{where}.{key}" if where else key
+        kwargs[key] = _convert(hints[key], value, name)
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any, name: str) -> Any:
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, name)
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        (item,) = {a for a in typing.get_args(hint) if a is not Ellipsis}
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{name} must be a list, got {value!r}")
+        return tuple(_convert(item, v, f"{name}[{i}]") for i, v in enumerate(value))
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(hint):
+            try:
+                return _convert(option, value, name)
+            except ValueError:
+                continue
+        raise ValueError(f"{name} has the wrong type: {value!r}")
+    if typing.get_origin(hint) is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{name} must be a mapping, got {value!r}")
+        return dict(value)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{name} must be a number, got {value!r}")
+        return float(value)
+    if hint is type(None):
+        if value is not None:
+            raise ValueError(f"{name} must be null, got {value!r}")
+        return None
+    if hint is int or hint is bool or hint is str:
+        if type(value) is not hint:
+            raise ValueError(f"{name} must be {hint.__name__}, got {value!r}")
+        return value
+    return value
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read and validate a YAML config; ``overrides`` replace top-level keys."""
+    import yaml
+
+    text = Path(path).read_text()
+    values = yaml.safe_load(text) or {}
+    if overrides:
+        values = {**values, **overrides}
+    config = _build(TrainConfig, values, "")
+    config.validate()
+    return config
+
+
+def config_from_dict(values: dict[str, Any]) -> TrainConfig:
+    config = _build(TrainConfig, values, "")
+    config.validate()
+    return config

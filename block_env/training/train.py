@@ -1,0 +1,463 @@
+"""Train a MaskablePPO agent: vectorised envs, self-play against frozen snapshots mixed with
+scripted baselines, periodic masked evaluation against the baselines, TensorBoard logs,
+checkpoints, the best model, resume, a progress bar and a learning-curve PNG.
+
+Reads top to bottom: build the envs, build (or resume) the model, attach the callbacks,
+learn, write the outputs. ``block-dominoes train --config configs/default.yaml`` runs it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from block_env.agents.policy import save_agent
+from block_env.arena import ArenaConfig, run_arena, summarize
+from block_env.gym_env import BlockDominoesEnv
+from block_env.training.config import TrainConfig
+
+BEST, FINAL, LATEST = "best", "final", "latest"
+
+
+@dataclass
+class RunPaths:
+    """Where a run writes its outputs (all under ``root``)."""
+
+    root: Path
+
+    @property
+    def snapshots(self) -> Path:
+        return self.root / "snapshots"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / "tensorboard"
+
+    @property
+    def curve_csv(self) -> Path:
+        return self.root / "learning_curve.csv"
+
+    @property
+    def curve_png(self) -> Path:
+        return self.root / "learning_curve.png"
+
+    def agent(self, name: str) -> Path:
+        return self.root / name
+
+
+# -- environments ------------------------------------------------------------------------------
+
+
+def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
+
+    rules = config.resolved_rules()
+
+    def factory(rank: int) -> Callable[[], BlockDominoesEnv]:
+        def build() -> BlockDominoesEnv:
+            import torch
+
+            torch.set_num_threads(1)  # several env processes share 2 cores; snapshots act one obs at a time
+            env = BlockDominoesEnv(
+                rules,
+                opponents=opponents,
+                episode=config.episode,
+                reward=config.reward,
+                observation=config.observation,
+                reward_scale=config.reward_scale,
+            )
+            env.reset(seed=config.seed * 1000 + rank)
+            return env
+
+        return build
+
+    builders = [factory(rank) for rank in range(config.n_envs)]
+    if config.vec_env == "subproc" and config.n_envs > 1:
+        vec = SubprocVecEnv(builders, start_method="spawn")
+    else:
+        vec = DummyVecEnv(builders)
+    return VecMonitor(vec)
+
+
+# -- saving and safe loading ------------------------------------------------------------------
+
+
+def _activation(name: str) -> Any:
+    import torch
+
+    return {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[name]
+
+
+def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
+    arch = list(config.ppo.net_arch)
+    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": _activation(config.ppo.activation)}
+
+
+def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
+    arch = list(config.ppo.net_arch)
+    return save_agent(
+        model.policy,
+        folder,
+        config.resolved_rules(),
+        config.observation,
+        net_arch={"pi": arch, "vf": arch},
+        activation=config.ppo.activation,
+    )
+
+
+def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
+    """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
+    so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.utils import ConstantSchedule
+
+    with zipfile.ZipFile(path) as archive:
+        data = json.loads(archive.read("data").decode())
+    known: dict[str, Any] = {
+        "policy_class": MaskableActorCriticPolicy,
+        "policy_kwargs": policy_kwargs(config),
+        "observation_space": env.observation_space,
+        "action_space": env.action_space,
+        "lr_schedule": ConstantSchedule(config.ppo.learning_rate),
+        "learning_rate": config.ppo.learning_rate,
+        "clip_range": ConstantSchedule(config.ppo.clip_range),
+        "clip_range_vf": None,
+        "rollout_buffer_class": None,
+        "rollout_buffer_kwargs": {},
+        # Rollout state: None makes learn() reset the envs and start fresh buffers.
+        "_last_obs": None,
+        "_last_episode_starts": None,
+        "_last_original_obs": None,
+        "ep_info_buffer": None,
+        "ep_success_buffer": None,
+    }
+    pickled = [key for key, value in data.items() if isinstance(value, dict) and ":serialized:" in value]
+    unknown = sorted(set(pickled) - set(known))
+    if unknown:
+        raise ValueError(f"{path}: refusing to unpickle checkpoint entries {unknown} (no safe replacement)")
+    return {key: known[key] for key in pickled}
+
+
+def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO.load(path, env=env, device="cpu", custom_objects=safe_custom_objects(path, config, env))
+
+
+# -- imitation warm start ---------------------------------------------------------------------
+
+
+def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
+    """Play teacher-vs-teacher episodes; keep every decision with two or more legal moves:
+    the observation, mask, the teacher's action and the deciding seat's scaled episode return
+    (in the training reward mode), for the value head."""
+    from block_env.aec import raw_env
+    from block_env.agents import make_agent
+
+    rules = config.resolved_rules()
+    assert config.pretrain.teacher is not None
+    env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
+    teacher = make_agent(config.pretrain.teacher, rules, seed=config.seed, observation=config.observation)
+    observations, masks, actions, returns = [], [], [], []
+    episode = 0
+    while len(actions) < config.pretrain.decisions:
+        env.reset(seed=config.seed * 7919 + episode)
+        episode += 1
+        seats: list[int] = []
+        totals = dict.fromkeys(env.possible_agents, 0.0)
+        while not all(env.terminations.values()):
+            agent = env.agent_selection
+            obs = env.observe(agent)
+            action = teacher.act(obs)
+            if obs["action_mask"].sum() > 1:
+                observations.append(obs["observation"])
+                masks.append(obs["action_mask"].astype(bool))
+                actions.append(action)
+                seats.append(env.agent_name_mapping[agent])
+            env.step(action)
+            for a in env.possible_agents:
+                totals[a] += env.rewards[a]
+        returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats]
+    n = config.pretrain.decisions
+    return {
+        "observations": np.asarray(observations[:n], dtype=np.float32),
+        "masks": np.asarray(masks[:n]),
+        "actions": np.asarray(actions[:n], dtype=np.int64),
+        "returns": np.asarray(returns[:n], dtype=np.float32),
+    }
+
+
+def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
+    """Behaviour cloning of the teacher into the policy (and its outcomes into the value
+    head), before PPO. Returns the final imitation accuracy and losses."""
+    import torch
+
+    data = collect_teacher_decisions(config)
+    policy = model.policy
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.pretrain.learning_rate)
+    obs = torch.as_tensor(data["observations"])
+    masks = torch.as_tensor(data["masks"])
+    actions = torch.as_tensor(data["actions"])
+    returns = torch.as_tensor(data["returns"])
+    generator = torch.Generator().manual_seed(config.seed)
+    policy.set_training_mode(True)
+    stats: dict[str, float] = {}
+    for _ in range(config.pretrain.epochs):
+        order = torch.randperm(len(actions), generator=generator)
+        correct = policy_loss_sum = value_loss_sum = 0.0
+        for start in range(0, len(order), config.pretrain.batch_size):
+            idx = order[start : start + config.pretrain.batch_size]
+            features = policy.extract_features(obs[idx], policy.pi_features_extractor)
+            latent_pi, latent_vf = policy.mlp_extractor(features)
+            logits = policy.action_net(latent_pi).masked_fill(~masks[idx], -1e8)
+            policy_loss = torch.nn.functional.cross_entropy(logits, actions[idx])
+            value_loss = torch.nn.functional.mse_loss(policy.value_net(latent_vf).squeeze(-1), returns[idx])
+            loss = policy_loss + 0.5 * value_loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            correct += (logits.argmax(-1) == actions[idx]).sum().item()
+            policy_loss_sum += policy_loss.item() * len(idx)
+            value_loss_sum += value_loss.item() * len(idx)
+        stats = {
+            "decisions": float(len(actions)),
+            "accuracy": correct / len(actions),
+            "policy_loss": policy_loss_sum / len(actions),
+            "value_loss": value_loss_sum / len(actions),
+        }
+    policy.set_training_mode(False)
+    return stats
+
+
+# -- evaluation and learning curve ------------------------------------------------------------
+
+
+def evaluate_against_baselines(agent_dir: Path, config: TrainConfig, deals: int, seed: int) -> dict[str, Any]:
+    """Net points per round of the saved agent against each baseline (duplicate deals,
+    masks always on), with 95% intervals."""
+    spec = f"policy:{agent_dir}"
+    row: dict[str, Any] = {}
+    margins = []
+    for opponent in config.eval.opponents:
+        arena = ArenaConfig(
+            agents=(spec, opponent), rules=config.resolved_rules(), episode=config.episode, deals=deals, seed=seed
+        )
+        report = summarize(arena, run_arena(arena, progress=False))
+        estimate = report.head_to_head[spec][opponent]
+        row[f"vs_{opponent}"] = estimate.mean
+        row[f"vs_{opponent}_low"] = estimate.low
+        row[f"vs_{opponent}_high"] = estimate.high
+        margins.append(estimate.mean)
+    row["mean_margin"] = float(np.mean(margins))
+    return row
+
+
+def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(csv.DictReader(paths.curve_csv.open()))
+    if not rows:
+        return
+    steps = [int(r["timesteps"]) for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for opponent in opponents:
+        mean = [float(r[f"vs_{opponent}"]) for r in rows]
+        low = [float(r[f"vs_{opponent}_low"]) for r in rows]
+        high = [float(r[f"vs_{opponent}_high"]) for r in rows]
+        ax.plot(steps, mean, marker="o", label=f"vs {opponent}")
+        ax.fill_between(steps, low, high, alpha=0.15)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xlabel("environment steps (learner decisions)")
+    ax.set_ylabel("points margin per round (95% CI)")
+    ax.set_title("MaskablePPO learning curve: duplicate-deal evaluation against the baselines")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(paths.curve_png, dpi=110)
+    plt.close(fig)
+
+
+# -- callbacks --------------------------------------------------------------------------------
+
+
+def make_callbacks(config: TrainConfig, paths: RunPaths, opponent_pool: list[str]) -> list[Any]:
+    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+
+    class SelfPlay(BaseCallback):
+        """Every ``snapshot_every`` steps, freeze the learner into the opponent pool."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_at = 0
+
+        def _on_training_start(self) -> None:
+            self.next_at = (self.num_timesteps // config.opponents.snapshot_every + 1) * config.opponents.snapshot_every
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps < self.next_at:
+                return True
+            self.next_at += config.opponents.snapshot_every
+            folder = save_policy_agent(self.model, paths.snapshots / f"step_{self.num_timesteps:09d}", config)
+            snapshots = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())[-config.opponents.max_snapshots :]
+            opponent_pool[:] = [*config.opponents.scripted, *(f"policy:{p}" for p in snapshots)]
+            self.training_env.env_method("set_opponents", list(opponent_pool))
+            self.logger.record("self_play/snapshot", str(folder.name))
+            return True
+
+    class Evaluate(BaseCallback):
+        """Every ``eval.every`` steps, play the baselines (masks on), log, keep the best."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.next_at = 0
+            self.best = -float("inf")
+            self.last_at = -1
+
+        def _on_training_start(self) -> None:
+            self.next_at = (self.num_timesteps // config.eval.every + 1) * config.eval.every
+            if paths.curve_csv.exists():
+                rows = list(csv.DictReader(paths.curve_csv.open()))
+                self.best = max((float(r["mean_margin"]) for r in rows), default=-float("inf"))
+            else:
+                self.evaluate()  # the starting point of the curve (after any warm start)
+
+        def _on_step(self) -> bool:
+            if self.num_timesteps >= self.next_at:
+                self.next_at += config.eval.every
+                self.evaluate()
+            return True
+
+        def _on_training_end(self) -> None:
+            if self.last_at != self.num_timesteps:
+                self.evaluate()
+
+        def evaluate(self) -> None:
+            self.last_at = self.num_timesteps
+            latest = save_policy_agent(self.model, paths.agent(LATEST), config)
+            row = evaluate_against_baselines(latest, config, config.eval.deals, seed=config.seed + 7)
+            row = {"timesteps": self.num_timesteps, **row}
+            for key, value in row.items():
+                if key != "timesteps":
+                    self.logger.record(f"eval/{key}", value)
+            self.logger.dump(self.num_timesteps)
+            new_file = not paths.curve_csv.exists()
+            with paths.curve_csv.open("a", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(row))
+                if new_file:
+                    writer.writeheader()
+                writer.writerow(row)
+            if row["mean_margin"] > self.best:
+                self.best = row["mean_margin"]
+                if paths.agent(BEST).exists():
+                    shutil.rmtree(paths.agent(BEST))
+                shutil.copytree(latest, paths.agent(BEST))
+
+    checkpoints = CheckpointCallback(
+        save_freq=max(1, config.checkpoint_every // config.n_envs), save_path=str(paths.checkpoints), name_prefix="ppo"
+    )
+    callbacks: list[Any] = [Evaluate(), checkpoints]
+    if config.opponents.self_play:
+        callbacks.insert(0, SelfPlay())
+    return callbacks
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
+def train(
+    config: TrainConfig, out: str | Path, resume: str | Path | None = None, progress: bool = True
+) -> dict[str, Any]:
+    """Train per ``config`` into ``out``; returns the run summary (also out/training.json)."""
+    import torch
+    import yaml
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import CallbackList
+
+    torch.set_num_threads(1)  # the envs use the other cores; small MLPs gain nothing from threads
+    paths = RunPaths(Path(out))
+    paths.root.mkdir(parents=True, exist_ok=True)
+    (paths.root / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+
+    opponent_pool = list(config.opponents.scripted)
+    if resume is not None and paths.snapshots.exists():
+        snapshots = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())[-config.opponents.max_snapshots :]
+        opponent_pool += [f"policy:{p}" for p in snapshots]
+    if not opponent_pool:  # self-play only: start against the learner's own initial weights
+        opponent_pool = ["random"]
+    env = make_vec_env(config, opponent_pool)
+
+    if resume is not None:
+        model = load_checkpoint(Path(resume), config, env)
+    else:
+        p = config.ppo
+        model = MaskablePPO(
+            "MlpPolicy",
+            env,
+            learning_rate=p.learning_rate,
+            n_steps=p.n_steps,
+            batch_size=p.batch_size,
+            n_epochs=p.n_epochs,
+            gamma=p.gamma,
+            gae_lambda=p.gae_lambda,
+            clip_range=p.clip_range,
+            ent_coef=p.ent_coef,
+            vf_coef=p.vf_coef,
+            policy_kwargs=policy_kwargs(config),
+            tensorboard_log=str(paths.tensorboard),
+            seed=config.seed,
+            device="cpu",
+            verbose=0,
+        )
+    pretrain_stats = None
+    if resume is None and config.pretrain.teacher is not None:
+        pretrain_stats = imitate(model, config)
+        print(
+            f"warm start: imitated {config.pretrain.teacher} on {int(pretrain_stats['decisions'])} decisions, "
+            f"accuracy {pretrain_stats['accuracy']:.1%}",
+            flush=True,
+        )
+    start_steps = model.num_timesteps
+    remaining = config.total_timesteps - start_steps
+    if remaining <= 0:
+        raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
+    started = time.perf_counter()
+    model.learn(
+        total_timesteps=remaining,
+        callback=CallbackList(make_callbacks(config, paths, opponent_pool)),
+        reset_num_timesteps=resume is None,
+        progress_bar=progress,
+        tb_log_name="ppo",
+    )
+    seconds = time.perf_counter() - started
+    env.close()
+    model.save(paths.root / "final.zip")
+    save_policy_agent(model, paths.agent(FINAL), config)
+    write_learning_curve(paths, config.eval.opponents)
+    steps = model.num_timesteps - start_steps
+    summary = {
+        "timesteps": model.num_timesteps,
+        "seconds": round(seconds, 1),
+        "steps_per_second": round(steps / seconds, 1),
+        "best_agent": str(paths.agent(BEST)),
+        "final_agent": str(paths.agent(FINAL)),
+        "learning_curve": str(paths.curve_png),
+        "pretrain": pretrain_stats,
+    }
+    (paths.root / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary

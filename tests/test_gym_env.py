@@ -1,0 +1,150 @@
+"""The single-agent Gymnasium view: checkers, learner-centred transitions, vector envs."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import block_env
+from block_env import Rules, decode_observation
+from block_env.gym_env import BlockDominoesEnv
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house"])
+@pytest.mark.parametrize("observation", ["vector", "history"])
+def test_gymnasium_and_sb3_checkers(preset, observation):
+    env = gymnasium.make(
+        block_env.GYM_ID, rules=preset, observation=observation, opponents=["greedy"], illegal_action="terminate"
+    )
+    gymnasium_check_env(env, skip_render_check=True)
+    sb3_check_env(env)
+
+
+def test_make_gives_action_masks_and_match_episodes():
+    env = gymnasium.make(block_env.GYM_ID, rules="standard_3p", episode="match", opponents=["random", "greedy"])
+    obs, info = env.reset(seed=0)
+    mask = env.action_masks()
+    assert mask.dtype == bool and mask.any() and obs.shape == env.observation_space.shape
+    rng = np.random.default_rng(0)
+    rounds = 0
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        done = terminated or truncated
+        rounds = max(rounds, len(env.unwrapped.aec.match.results))
+    assert rounds > 1 and max(info["scores"]) >= 61
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_4p", "partnership"])
+def test_transitions_carry_the_learners_observation_and_reward(preset):
+    rules = Rules.preset(preset)
+    env = BlockDominoesEnv(rules, opponents=["random", "strategic"], reward="points")
+    rng = np.random.default_rng(1)
+    seats = set()
+    for episode in range(30):
+        obs, info = env.reset(seed=episode)
+        seats.add(info["learner_seat"])
+        total = 0.0
+        done = False
+        while not done:
+            d = decode_observation(obs, rules)
+            engine = env.aec.match.round
+            assert d["hand"] == rules.tile_set.tiles_of(engine.hands[env.seat])  # the learner's own hand
+            assert d["to_play"] == 0  # it is the learner's decision
+            assert engine.current == env.seat
+            legal = np.flatnonzero(env.action_masks())
+            assert len(legal) > 1  # forced turns are played automatically
+            obs, reward, done, _, info = env.step(int(rng.choice(legal)))
+            total += reward
+        result = env.aec.match.results[-1]
+        won = result.winning_side == rules.side_of(env.seat)
+        assert total == (result.award if won else 0.0)
+    assert seats == set(range(rules.num_players))  # learner_seat=None draws every seat
+
+
+def test_fixed_learner_seat_and_zero_sum_reward_scale():
+    env = BlockDominoesEnv("standard", opponents=["greedy"], learner_seat=1, reward_scale=0.1)
+    rng = np.random.default_rng(2)
+    for episode in range(10):
+        _, info = env.reset(seed=episode)
+        assert info["learner_seat"] == 1
+        total, done = 0.0, False
+        while not done:
+            _, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            total += reward
+        result = env.aec.match.results[-1]
+        sign = 0 if result.winning_side is None else (1 if result.winning_side == 1 else -1)
+        assert total == pytest.approx(0.1 * sign * result.award)
+
+
+def test_illegal_actions_raise_by_default_or_terminate_with_a_penalty():
+    env = BlockDominoesEnv("standard", opponents=["random"])
+    env.reset(seed=0)
+    illegal = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(ValueError, match="legal actions"):
+        env.step(illegal)
+    env.step(int(np.flatnonzero(env.action_masks())[0]))  # nothing was lost
+    soft = BlockDominoesEnv("standard", opponents=["random"], illegal_action="terminate", reward_scale=0.5)
+    soft.reset(seed=0)
+    _, reward, terminated, _, info = soft.step(int(np.flatnonzero(~soft.action_masks())[0]))
+    assert terminated and reward == -0.5 and info["illegal_action"]
+    with pytest.raises(RuntimeError, match="episode is over"):
+        soft.step(0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"learner_seat": 2}, ValueError, "learner_seat must be None or a seat 0..1"),
+        ({"opponents": []}, ValueError, "non-empty sequence"),
+        ({"opponents": "greedy"}, ValueError, "non-empty sequence"),
+        ({"opponents": ["wizard"]}, ValueError, "unknown agent"),
+        ({"reward_scale": 0}, ValueError, "reward_scale"),
+        ({"illegal_action": "ignore"}, ValueError, "illegal_action"),
+        ({"render_mode": "human"}, ValueError, "render_mode"),
+    ],
+)
+def test_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        BlockDominoesEnv("standard", **kwargs)
+
+
+def test_step_before_reset_is_refused():
+    env = BlockDominoesEnv()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.action_masks()
+
+
+def test_render_shows_the_table():
+    env = BlockDominoesEnv(render_mode="ansi")
+    env.reset(seed=3)
+    assert "Line:" in env.render()
+
+
+@pytest.mark.parametrize("kind", ["dummy", "subproc"])
+def test_works_in_sb3_vector_envs(kind):
+    from sb3_contrib.common.maskable.utils import get_action_masks
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    builders = [lambda: BlockDominoesEnv("standard", opponents=["greedy"]) for _ in range(2)]
+    vec = DummyVecEnv(builders) if kind == "dummy" else SubprocVecEnv(builders, start_method="spawn")
+    try:
+        vec.seed(0)
+        obs = vec.reset()
+        assert obs.shape == (2, vec.observation_space.shape[0])
+        rng = np.random.default_rng(0)
+        episodes = 0
+        for _ in range(60):
+            masks = get_action_masks(vec)
+            actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            obs, rewards, dones, infos = vec.step(actions)
+            episodes += int(dones.sum())
+        assert episodes > 0
+        vec.env_method("set_opponents", ["random", "strategic"])
+    finally:
+        vec.close()

@@ -1,0 +1,214 @@
+"""Training: config validation, a smoke run of the real script, resume, evaluation of its
+output, and saved agents that load and play legally in every preset."""
+
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from block_env import PRESETS, Rules, raw_env
+from block_env.agents import make_agent
+from block_env.agents.policy import build_policy, save_agent
+from block_env.cli import main
+from block_env.training.config import config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "configs" / "tiny.yaml"
+
+
+def test_shipped_configs_are_valid():
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        config = load_config(path)
+        assert config.total_timesteps > 0, path
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"total_timesteps": 100, "learning_rate": 1e-3}, "unknown config key.*learning_rate"),
+        ({"ppo": {"lr": 0.1}}, r"unknown config key\(s\) ppo\.lr"),
+        ({"ppo": {"net_arch": [64, 0]}}, "ppo.net_arch"),
+        ({"ppo": {"gamma": 1.5}}, r"ppo\.gamma must be in 0.0..1.0"),
+        ({"n_envs": "4"}, "n_envs must be int"),
+        ({"n_envs": 0}, "n_envs must be a positive number"),
+        ({"rules": "nope"}, "rules: unknown rules preset"),
+        ({"rules": {"num_players": 5}}, r"rules: Rules\.num_players"),
+        ({"episode": "game"}, "episode must be one of"),
+        ({"vec_env": "ray"}, "vec_env must be one of"),
+        ({"opponents": {"scripted": ["human"]}}, "cannot hold 'human'"),
+        ({"opponents": {"scripted": [], "self_play": False}}, "at least one scripted opponent"),
+        ({"eval": {"opponents": ["wizard"]}}, "unknown agent 'wizard'"),
+        ({"eval": 5}, "eval must be a mapping"),
+    ],
+)
+def test_config_validation_names_the_key(values, message):
+    with pytest.raises(ValueError, match=message):
+        config_from_dict(values)
+
+
+def test_yaml_config_errors_come_from_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rules: standard\nppo:\n  batch_sise: 64\n")
+    with pytest.raises(ValueError, match=r"ppo\.batch_sise"):
+        load_config(bad)
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--config", str(bad), "--out", str(tmp_path / "run")])
+    assert e.value.code == 2
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    assert main(["train", "--config", str(TINY), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_training_smoke_run_writes_every_output(tiny_run):
+    summary = json.loads((tiny_run / "training.json").read_text())
+    assert summary["timesteps"] == 512 and summary["steps_per_second"] > 0
+    assert summary["pretrain"]["decisions"] == 300 and 0.0 <= summary["pretrain"]["accuracy"] <= 1.0
+    for name in ["best", "final", "latest"]:
+        assert (tiny_run / name / "agent.json").is_file() and (tiny_run / name / "policy.pth").is_file()
+    assert sorted(p.name for p in (tiny_run / "checkpoints").iterdir()) == ["ppo_256_steps.zip", "ppo_512_steps.zip"]
+    assert len(list((tiny_run / "snapshots").iterdir())) == 2
+    rows = list(csv.DictReader((tiny_run / "learning_curve.csv").open()))
+    assert [int(r["timesteps"]) for r in rows] == [0, 256, 512]  # 0: right after the warm start
+    assert (tiny_run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert any((tiny_run / "tensorboard").rglob("events.out.tfevents.*"))
+
+
+def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
+    out = tmp_path / "resumed"
+    import shutil
+
+    shutil.copytree(tiny_run, out)
+    code = main(
+        [
+            "train",
+            "--config",
+            str(TINY),
+            "--out",
+            str(out),
+            "--quiet",
+            "--total-timesteps",
+            "768",
+            "--resume",
+            str(out / "checkpoints" / "ppo_512_steps.zip"),
+        ]
+    )
+    assert code == 0
+    assert json.loads((out / "training.json").read_text())["timesteps"] == 768
+    rows = list(csv.DictReader((out / "learning_curve.csv").open()))
+    assert [int(r["timesteps"]) for r in rows] == [0, 256, 512, 768]
+
+
+def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path):
+    from block_env.gym_env import BlockDominoesEnv
+    from block_env.training.train import safe_custom_objects
+
+    source = tiny_run / "checkpoints" / "ppo_512_steps.zip"
+    tampered = tmp_path / "tampered.zip"
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(tampered, "w") as dst:
+        for item in src.infolist():
+            payload = src.read(item.filename)
+            if item.filename == "data":
+                data = json.loads(payload)
+                data["payload"] = {":type:": "<class 'object'>", ":serialized:": "gASV"}
+                payload = json.dumps(data).encode()
+            dst.writestr(item, payload)
+    with pytest.raises(ValueError, match=r"refusing to unpickle checkpoint entries \['payload'\]"):
+        safe_custom_objects(tampered, load_config(TINY), BlockDominoesEnv())
+
+
+def test_evaluation_runs_on_the_trained_agent(tiny_run, tmp_path, capsys):
+    spec = f"policy:{tiny_run / 'best'}"
+    assert (
+        main(["eval", "--agents", spec, "random", "--deals", "2", "--workers", "1", "--out", str(tmp_path), "--quiet"])
+        == 0
+    )
+    assert f"`{spec}`" in capsys.readouterr().out
+
+
+def test_trained_agent_plays_legal_moves(tiny_run):
+    rules = Rules()
+    agent = make_agent(f"policy:{tiny_run / 'final'}", rules, seed=0)
+    _play_with(agent, rules)
+
+
+def _play_with(agent, rules: Rules) -> None:
+    env = raw_env(rules, episode="match")
+    env.reset(seed=1)
+    rng = np.random.default_rng(1)
+    steps = 0
+    while not all(env.terminations.values()) and steps < 300:
+        obs = env.observe(env.agent_selection)
+        if env.agent_name_mapping[env.agent_selection] == 0:
+            action = agent.act(obs)
+            assert obs["action_mask"][action] == 1
+        else:
+            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        env.step(action)
+        steps += 1
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_saved_policies_load_and_play_legal_moves_in_every_preset(preset, tmp_path):
+    """A policy saved for each preset's shapes loads weights-only into the policy agent."""
+    import torch
+
+    rules = Rules.preset(preset)
+    env = raw_env(rules)
+    metadata = {
+        "observation_size": env.observation_space("player_0")["observation"].shape[0],
+        "num_actions": rules.tile_set.num_actions,
+        "net_arch": {"pi": [16], "vf": [16]},
+        "activation": "relu",
+    }
+    torch.manual_seed(0)
+    policy = build_policy(metadata)
+    folder = save_agent(policy, tmp_path / preset, rules, "vector", metadata["net_arch"], "relu")
+    agent = make_agent(f"policy:{folder}", rules)
+    for name, tensor in policy.state_dict().items():
+        assert torch.equal(agent.policy.state_dict()[name], tensor)
+    _play_with(agent, rules)
+    other = Rules.preset("standard_3p" if preset != "standard_3p" else "standard")
+    with pytest.raises(ValueError, match="cannot play"):
+        make_agent(f"policy:{folder}", other)
+
+
+def test_policy_spec_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="agent.json is missing"):
+        make_agent(f"policy:{tmp_path}", Rules())
+
+
+def test_main_job_trains_then_evaluates_against_the_baselines(tmp_path, capsys):
+    out = tmp_path / "main"
+    assert main(["main", "--config", str(TINY), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "env steps/s" in printed and "`random`" in printed and "`greedy`" in printed
+    assert (out / "arena" / "summary.md").is_file() and (out / "arena" / "chart.png").is_file()
+
+
+def test_policy_agent_chooses_as_sb3_masked_predict(tiny_run):
+    """The agent's fast path picks the same action as MaskablePPO's own predict()."""
+    rules = Rules()
+    agent = make_agent(f"policy:{tiny_run / 'final'}", rules)
+    env = raw_env(rules)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for game in range(20):
+        env.reset(seed=game)
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            expected, _ = agent.policy.predict(
+                obs["observation"], action_masks=obs["action_mask"].astype(bool), deterministic=True
+            )
+            assert agent.act(obs) == int(expected)
+            checked += 1
+            env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert checked > 100
