@@ -24,7 +24,7 @@ import numpy as np
 
 from block_env.engine import Round
 from block_env.rules import Rules
-from block_env.tiles import bit_indices
+from block_env.tiles import bit_indices, ends_after
 
 ENCODINGS = ("vector", "history")
 
@@ -370,26 +370,21 @@ def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, A
     ``played`` (sorted tiles), ``opening`` (tile or None), ``leader`` (seat or None),
     ``voids`` (sorted suits each seat has passed on) and ``passes`` (trailing passes)."""
     ts = rules.tile_set
-    left = right = -1
+    ends: tuple[int, int] | None = None
     played = []
     voids = [0] * rules.num_players
     passes = 0
     for seat, action in moves:
         if action == ts.pass_action:
-            voids[seat] |= (1 << left) | (1 << right)  # RULES.md: a pass proves neither end fits
+            assert ends is not None, "the leader always opens"
+            voids[seat] |= (1 << ends[0]) | (1 << ends[1])  # RULES.md: a pass proves neither end fits
             passes += 1
             continue
         passes = 0
-        x, y = ts.tiles[action >> 1]
-        played.append((x, y))
-        if left < 0:
-            left, right = x, y
-        elif action & 1:
-            right = y if x == right else x
-        else:
-            left = y if x == left else x
+        played.append(ts.tiles[action >> 1])
+        ends = ends_after(ts, ends, action)
     return {
-        "ends": None if left < 0 else (left, right),
+        "ends": ends,
         "played": sorted(played),
         "opening": played[0] if played else None,
         "leader": moves[0][0] if moves else None,

@@ -97,6 +97,21 @@ class TileSet:
         return f"[{a}|{b}] on {'left' if action % 2 == LEFT_END else 'right'}"
 
 
+def ends_after(tiles: TileSet, ends: tuple[int, int] | None, action: int) -> tuple[int, int]:
+    """The open ends after placing ``action`` (not the pass) on ``ends`` (None: the opening).
+
+    CONTRACT.md: the opening (a, b) gives ends a, b; a tile placed on an end showing v turns
+    that end to its other half.
+    """
+    x, y = tiles.tiles[action >> 1]
+    if ends is None:
+        return (x, y)
+    left, right = ends
+    if action & 1:
+        return (left, y if x == right else x)
+    return (y if x == left else x, right)
+
+
 def bit_indices(mask: int) -> list[int]:
     """Indices of the set bits of ``mask``, ascending."""
     out = []

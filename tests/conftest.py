@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from block_env import Rules, raw_env
+from block_env.observations import replay_public
 from block_env.tiles import LEFT_END, RIGHT_END
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -59,20 +60,10 @@ def redeal_hidden(rules: Rules, initial_hands: Sequence[int], moves, observer: i
     ts = rules.tile_set
     n = rules.num_players
     placed = [0] * n
-    voids = [0] * n
-    left = right = -1
     for seat, a in moves:
-        if a == ts.pass_action:
-            voids[seat] |= (1 << left) | (1 << right)
-            continue
-        placed[seat] |= 1 << (a >> 1)
-        x, y = ts.tiles[a >> 1]
-        if left < 0:
-            left, right = x, y
-        elif a & 1:
-            right = y if x == right else x
-        else:
-            left = y if x == left else x
+        if a != ts.pass_action:
+            placed[seat] |= 1 << (a >> 1)
+    voids = [sum(1 << v for v in suits) for suits in replay_public(rules, moves)["voids"]]
     hidden = ((1 << ts.num_tiles) - 1) & ~initial_hands[observer]
     for s in range(n):
         hidden &= ~placed[s]

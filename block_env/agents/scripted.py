@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from block_env.agents.base import Agent, Knowledge, Observation, legal_actions, pips_of
 from block_env.rules import Rules
+from block_env.tiles import ends_after
 
 
 class RandomAgent(Agent):
@@ -91,11 +92,7 @@ class StrategicAgent(Agent):
         i = action >> 1
         x, y = ts.tiles[i]
         hand_after = k.hand & ~(1 << i)
-        if k.ends is None:
-            ends = (x, y)
-        else:
-            left, right = k.ends
-            ends = (y if x == left else x, right) if action & 1 == 0 else (left, y if x == right else x)
+        ends = ends_after(ts, k.ends, action)
         on_ends = suits[ends[0]] | suits[ends[1]]
         mine_on_ends = (hand_after & on_ends).bit_count()
         others_on_ends = (k.unseen & on_ends).bit_count()  # tiles anyone else could follow with

@@ -6,7 +6,7 @@ from block_env.agents.base import Agent, Knowledge, Observation, legal_actions
 from block_env.agents.scripted import StrategicAgent
 from block_env.engine import Round
 from block_env.rules import Rules
-from block_env.tiles import bit_indices
+from block_env.tiles import bit_indices, ends_after
 
 PLAYOUTS = ("greedy", "heuristic", "random")
 
@@ -156,12 +156,7 @@ class SearchAgent(Agent):
         i = action >> 1
         x, y = ts.tiles[i]
         hand = rnd.hands[rnd.current] & ~(1 << i)
-        if rnd.left < 0:
-            ends = (x, y)
-        elif action & 1:
-            ends = (rnd.left, y if x == rnd.right else x)
-        else:
-            ends = (y if x == rnd.left else x, rnd.right)
+        ends = ends_after(ts, rnd.ends, action)
         mine = (hand & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
         return 1.5 * (x + y) + 4.0 * (x == y) + 2.0 * mine
 
