@@ -22,16 +22,26 @@ import block_env
 from block_env import Match, Rules
 
 
-def bench(fn: Callable[[random.Random], int], seconds: float) -> tuple[float, float]:
-    """Run ``fn`` (one round, returns player actions) repeatedly for ``seconds``."""
-    rng = random.Random(0)
-    fn(rng)  # warm-up
-    actions = rounds = 0
-    start = time.perf_counter()
-    while (elapsed := time.perf_counter() - start) < seconds:
-        actions += fn(rng)
-        rounds += 1
-    return actions / elapsed, rounds / elapsed
+def bench(
+    runs: dict[str, Callable[[random.Random], int]], seconds: float, slices: int = 10
+) -> dict[str, tuple[float, float]]:
+    """Each ``fn`` (one round, returns player actions) for ``seconds`` in all, interleaved in
+    ``slices`` turns so that the shared machine's drifting speed hits every row alike."""
+    rngs = {name: random.Random(0) for name in runs}
+    totals = {name: [0, 0, 0.0] for name in runs}  # actions, rounds, seconds
+    for name, fn in runs.items():
+        fn(rngs[name])  # warm-up
+    for _ in range(slices):
+        for name, fn in runs.items():
+            actions = rounds = 0
+            start = time.perf_counter()
+            while (elapsed := time.perf_counter() - start) < seconds / slices:
+                actions += fn(rngs[name])
+                rounds += 1
+            totals[name][0] += actions
+            totals[name][1] += rounds
+            totals[name][2] += elapsed
+    return {name: (a / t, r / t) for name, (a, r, t) in totals.items()}
 
 
 def engine_round(rules: Rules) -> Callable[[random.Random], int]:
@@ -94,25 +104,20 @@ def open_spiel_round(with_observation: bool) -> Callable[[random.Random], int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per measurement")
+    parser.add_argument("--seconds", type=float, default=5.0, help="seconds per implementation (interleaved)")
     parser.add_argument("--markdown", help="also write the table to this Markdown file")
     args = parser.parse_args()
     rules = Rules()  # 2 players, double-six, 7 each: the same game as OpenSpiel's
-    rows = {}
-    runs = [
-        ("block_env engine", engine_round(rules)),
-        ("block_env AEC + observations", aec_round(rules)),
-    ]
+    runs = {
+        "block_env engine": engine_round(rules),
+        "block_env AEC + observations": aec_round(rules),
+    }
     try:
-        runs += [
-            ("OpenSpiel python_block_dominoes", open_spiel_round(False)),
-            ("OpenSpiel + observation_tensor", open_spiel_round(True)),
-        ]
+        runs["OpenSpiel python_block_dominoes"] = open_spiel_round(False)
+        runs["OpenSpiel + observation_tensor"] = open_spiel_round(True)
     except ImportError:
         print("open_spiel is not installed (pip install 'block-env[bench]'): OpenSpiel rows skipped")
-    for name, fn in runs:
-        rows[name] = bench(fn, args.seconds)
-        print(f"  measured {name}: {rows[name][0]:,.0f} actions/s", flush=True)
+    rows = bench(runs, args.seconds)
 
     lines = ["| implementation | player actions/s | rounds/s |", "|---|---:|---:|"]
     lines += [f"| {name} | {a:,.0f} | {r:,.0f} |" for name, (a, r) in rows.items()]
