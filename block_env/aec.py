@@ -15,7 +15,7 @@ from pettingzoo.utils import wrappers
 from block_env.engine import Match, RoundResult, parse_scenario
 from block_env.observations import ENCODINGS, encode_state, encoder, state_layout
 from block_env.render import render_image, render_text, seat_name
-from block_env.rules import Rules
+from block_env.rules import Rules, check_choice
 
 EPISODES = ("round", "match")
 REWARDS = ("zero_sum", "points", "win_loss")
@@ -31,11 +31,6 @@ def resolve_rules(rules: Rules | str | None) -> Rules:
     if isinstance(rules, str):
         return Rules.preset(rules)
     raise TypeError(f"rules must be a block_env.Rules, a preset name or None, got {type(rules).__name__}")
-
-
-def check_choice(name: str, value: object, choices: tuple[Any, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
 
 def as_action(action: object, num_actions: int) -> int:

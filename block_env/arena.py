@@ -15,8 +15,9 @@ import math
 import multiprocessing
 import os
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,27 +158,18 @@ def run_arena(config: ArenaConfig, progress: bool = True) -> list[dict[str, Any]
     return [r for records in results for r in records]
 
 
-class _progress_bar:
-    """A rich progress bar, or nothing when ``enabled`` is False."""
+@contextmanager
+def _progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callable[[], None]]:
+    """Yields ``advance()``: a rich progress bar, or nothing when ``enabled`` is False."""
+    if not enabled:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
-    def __init__(self, enabled: bool, total: int, description: str) -> None:
-        self.enabled, self.total, self.description = enabled, total, description
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if not self.enabled:
-            return lambda: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
-
-        self._progress = Progress(
-            "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn()
-        )
-        self._progress.__enter__()
-        task = self._progress.add_task(self.description, total=self.total)
-        return lambda: self._progress.advance(task)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self._progress.__exit__(*exc)
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda: progress.advance(task)
 
 
 # -- statistics -------------------------------------------------------------------------------

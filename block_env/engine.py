@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from block_env.rules import Rules
-from block_env.tiles import Tile, TileSet, bit_indices, format_tile
+from block_env.tiles import Tile, TileSet, bit_indices, ends_after, format_tile
 
 DOMINO = "domino"
 BLOCKED = "blocked"
@@ -276,23 +276,18 @@ class Round:
     def line(self) -> list[Tile]:
         """The line left to right, each tile oriented so touching halves meet."""
         line: list[Tile] = []
-        tiles = self.tiles.tiles
-        left = right = -1
+        ends: tuple[int, int] | None = None
         for _, action in self.moves:
             if action == self.tiles.pass_action:
                 continue
-            x, y = tiles[action >> 1]
-            if left < 0:
-                line.append((x, y))
-                left, right = x, y
-            elif action & 1 == 0:
-                other = y if x == left else x
-                line.insert(0, (other, left))
-                left = other
+            new = ends_after(self.tiles, ends, action)
+            if ends is None:
+                line.append(new)
+            elif action & 1:
+                line.append((ends[1], new[1]))
             else:
-                other = y if x == right else x
-                line.append((right, other))
-                right = other
+                line.insert(0, (new[0], ends[0]))
+            ends = new
         return line
 
     # -- play ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from block_env.aec import raw_env, resolve_rules
 from block_env.agents import Agent, make_agent
-from block_env.rules import Rules
+from block_env.rules import Rules, check_choice
 
 ILLEGAL_ACTIONS = ("raise", "terminate")
 
@@ -78,10 +78,8 @@ class BlockDominoesEnv(gymnasium.Env):
         render_mode: str | None = None,
     ) -> None:
         self.rules = resolve_rules(rules)
-        if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None; got {render_mode!r}")
-        if illegal_action not in ILLEGAL_ACTIONS:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTIONS}; got {illegal_action!r}")
+        check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
+        check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
         n = self.rules.num_players
         if learner_seat is not None and (
             isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < n

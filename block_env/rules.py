@@ -30,9 +30,10 @@ def _check_int(name: str, value: Any, low: int, high: int | None) -> None:
         raise ValueError(f"Rules.{name} must be in {allowed}, got {value}")
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
+    """ValueError naming ``name`` and the allowed values unless ``value`` is one of ``choices``."""
     if value not in choices:
-        raise ValueError(f"Rules.{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
 
 
 def _check_bool(name: str, value: Any) -> None:
@@ -92,9 +93,9 @@ class Rules:
             )
         if self.target is not None:
             _check_int("target", self.target, 1, None)
-        _check_choice("first_lead", self.first_lead, FIRST_LEADS)
-        _check_choice("next_lead", self.next_lead, NEXT_LEADS)
-        _check_choice("blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
+        check_choice("Rules.first_lead", self.first_lead, FIRST_LEADS)
+        check_choice("Rules.next_lead", self.next_lead, NEXT_LEADS)
+        check_choice("Rules.blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
 
     # Resolved values: what None means for these rules (RULES.md defaults table).
     @property

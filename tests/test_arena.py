@@ -96,7 +96,7 @@ def test_tied_block_counts_as_no_win_and_zero_net():
 
 def test_arena_is_seeded_and_parallel_runs_agree(tmp_path):
     config = ArenaConfig(agents=("random", "greedy"), deals=4, seed=3, workers=1)
-    serial = run_arena(config, progress=False)
+    serial = run_arena(config, progress=True)
     parallel = run_arena(ArenaConfig(agents=("random", "greedy"), deals=4, seed=3, workers=2), progress=False)
     assert serial == parallel
     report = summarize(config, serial)

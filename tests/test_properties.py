@@ -96,6 +96,10 @@ def test_tiles_are_conserved_and_rounds_are_bounded(preset, seed):
     moves = play_random(env, np.random.default_rng(seed), check)
     assert moves <= max_moves(env.rules)
     assert rnd.result is not None
+    line = rnd.line()  # touching halves meet, and the outer halves are the open ends
+    assert all(a[1] == b[0] for a, b in zip(line, line[1:]))
+    assert (line[0][0], line[-1][1]) == rnd.ends
+    assert sorted(tuple(sorted(t)) for t in line) == env.rules.tile_set.tiles_of(rnd.played)
 
 
 @given(presets, seeds, st.sampled_from(["round", "match"]), st.sampled_from(["vector", "history"]))

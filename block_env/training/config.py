@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.rules import Rules
+from block_env.rules import Rules, check_choice
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,7 @@ class PPOConfig:
         _positive("ppo.vf_coef", self.vf_coef)
         if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
             raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
-        if self.activation not in ("tanh", "relu"):
-            raise ValueError(f"ppo.activation must be 'tanh' or 'relu', got {self.activation!r}")
+        check_choice("ppo.activation", self.activation, ("tanh", "relu"))
 
 
 @dataclass(frozen=True)
@@ -173,14 +172,10 @@ class TrainConfig:
             self.resolved_rules()
         except ValueError as e:
             raise ValueError(f"rules: {e}") from None
-        for name, value, choices in [
-            ("episode", self.episode, ("round", "match")),
-            ("reward", self.reward, ("zero_sum", "points", "win_loss")),
-            ("observation", self.observation, ("vector", "history")),
-            ("vec_env", self.vec_env, ("subproc", "dummy")),
-        ]:
-            if value not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+        check_choice("episode", self.episode, ("round", "match"))
+        check_choice("reward", self.reward, ("zero_sum", "points", "win_loss"))
+        check_choice("observation", self.observation, ("vector", "history"))
+        check_choice("vec_env", self.vec_env, ("subproc", "dummy"))
         _positive("reward_scale", self.reward_scale)
         _positive("total_timesteps", self.total_timesteps)
         _positive("n_envs", self.n_envs)
