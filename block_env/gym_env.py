@@ -165,6 +165,8 @@ class BlockDominoesEnv(gymnasium.Env):
         """Legal actions of the learner (bool); all False when the episode is over."""
         if not self._ready:
             raise RuntimeError("call reset() before action_masks()")
+        if self._episode_over:
+            return np.zeros(self.action_space.n, dtype=bool)
         return self.aec.observe(self.aec.possible_agents[self.seat])["action_mask"].astype(bool)
 
     def render(self) -> str | np.ndarray | None:

@@ -91,6 +91,7 @@ def test_illegal_actions_raise_by_default_or_terminate_with_a_penalty():
     soft.reset(seed=0)
     _, reward, terminated, _, info = soft.step(int(np.flatnonzero(~soft.action_masks())[0]))
     assert terminated and reward == -0.5 and info["illegal_action"]
+    assert not soft.action_masks().any()
     with pytest.raises(RuntimeError, match="episode is over"):
         soft.step(0)
 
