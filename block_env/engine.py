@@ -347,8 +347,7 @@ class Round:
 
     def _finish(self, end: str, went_out: int | None, club_tile: bool) -> None:
         rules = self.rules
-        pips = self.tiles.pips
-        hand_pips = tuple(sum(pips[i] for i in bit_indices(h)) for h in self.hands)
+        hand_pips = tuple(self.tiles.pips_of(h) for h in self.hands)
         side_pips = [0] * rules.num_sides
         for seat, p in enumerate(hand_pips):
             side_pips[rules.side_of(seat)] += p

@@ -165,9 +165,10 @@ class BlockDominoesEnv(gymnasium.Env):
         """Legal actions of the learner (bool); all False when the episode is over."""
         if not self._ready:
             raise RuntimeError("call reset() before action_masks()")
-        if self._episode_over:
-            return np.zeros(self.action_space.n, dtype=bool)
-        return self.aec.observe(self.aec.possible_agents[self.seat])["action_mask"].astype(bool)
+        mask = np.zeros(self.action_space.n, dtype=bool)
+        if not self._episode_over:  # then the learner is to move (see _advance)
+            mask[self.aec.match.round.legal_actions()] = True
+        return mask
 
     def render(self) -> str | np.ndarray | None:
         return self.aec.render()

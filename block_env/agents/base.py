@@ -14,7 +14,6 @@ import numpy as np
 
 from block_env.observations import decode_observation
 from block_env.rules import Rules
-from block_env.tiles import bit_indices
 
 Observation = dict[str, np.ndarray]
 
@@ -106,8 +105,3 @@ def legal_actions(obs: Observation) -> list[int]:
     if not legal:
         raise ValueError("the observation's action mask is all zeros: it is not this seat's turn")
     return legal
-
-
-def pips_of(rules: Rules, mask: int) -> int:
-    pips = rules.tile_set.pips
-    return sum(pips[i] for i in bit_indices(mask))

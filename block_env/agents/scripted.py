@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from block_env.agents.base import Agent, Knowledge, Observation, legal_actions, pips_of
+from block_env.agents.base import Agent, Knowledge, Observation, legal_actions
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
@@ -119,12 +119,12 @@ class StrategicAgent(Agent):
         rules = k.rules
         unseen = k.unseen
         unseen_tiles = unseen.bit_count()
-        per_tile = pips_of(rules, unseen) / unseen_tiles if unseen_tiles else 0.0
+        per_tile = rules.tile_set.pips_of(unseen) / unseen_tiles if unseen_tiles else 0.0
         n = rules.num_players
         counts = list(k.hand_counts)
         counts[0] = hand_after.bit_count()
         estimate = [per_tile * counts[r] for r in range(n)]
-        estimate[0] = float(pips_of(rules, hand_after))
+        estimate[0] = float(rules.tile_set.pips_of(hand_after))
         sides = [0.0] * rules.num_sides
         for r in range(n):
             sides[rules.side_of(r)] += estimate[r]
