@@ -56,7 +56,8 @@ def _register_with_gymnasium() -> None:
     if GYM_ID not in registry:
         register(
             id=GYM_ID,
-            entry_point="block_env.gym_env:BlockDominoesEnv",
+            # Above the core: the agents layer turns opponent spec strings into agents.
+            entry_point="block_env.agents:make_env",
             disable_env_checker=True,
             order_enforce=False,
         )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
@@ -12,25 +14,85 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from block_env.engine import Match, RoundResult, parse_scenario
-from block_env.observations import ENCODINGS, encode_state, encoder, state_layout
+from block_env.engine import Match, RoundResult
+from block_env.observations import encode_state, encoder, state_layout
+from block_env.options import ENCODINGS, EPISODES, RENDER_MODES, REWARDS
 from block_env.render import render_image, render_text, seat_name
-from block_env.rules import Rules, check_choice
+from block_env.rules import Rules, check_choice, resolve_rules
+from block_env.tiles import Tile, format_tile
 
-EPISODES = ("round", "match")
-REWARDS = ("zero_sum", "points", "win_loss")
-RENDER_MODES = ("human", "ansi", "rgb_array")
+#: The keys ``reset(options=...)`` reads (CONTRACT.md).
+RESET_OPTION_KEYS = ("hands", "leader")
+#: The engine seed each reset draws from the env's seeded numpy generator is below this.
+ENGINE_SEED_BOUND = 2**63 - 1
 
 
-def resolve_rules(rules: Rules | str | None) -> Rules:
-    """A Rules object from a Rules, a preset name, or None (the default rules)."""
-    if rules is None:
-        return Rules()
-    if isinstance(rules, Rules):
-        return rules
-    if isinstance(rules, str):
-        return Rules.preset(rules)
-    raise TypeError(f"rules must be a block_env.Rules, a preset name or None, got {type(rules).__name__}")
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scripted first round: hands as bitmasks, and the leader (None = by rule)."""
+
+    hands: tuple[int, ...] | None
+    leader: int | None
+
+
+def parse_reset_options(rules: Rules, options: object) -> Scenario | None:
+    """Validate reset ``options`` ({"hands": [[(a, b), ...], ...], "leader": i}).
+
+    ValueError names what is wrong: a wrong number of hands, an empty hand, a tile outside
+    the set or with non-integer halves, a tile dealt twice, or a leader that is not a seat.
+    Tiles not listed are out of play; unknown keys are ignored with a warning. "leader" is
+    ignored under first_lead "heaviest" (CONTRACT.md).
+    """
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise ValueError(f"options must be a dict with keys {RESET_OPTION_KEYS}, got {options!r}")
+    unknown = set(options) - set(RESET_OPTION_KEYS)
+    if unknown:
+        # Not an error: PettingZoo's api_test resets with an arbitrary option to check that
+        # envs tolerate options they do not use. A typo still gets named.
+        warnings.warn(
+            f"reset options {sorted(map(str, unknown))} are not used; block_env reads {list(RESET_OPTION_KEYS)}",
+            stacklevel=3,
+        )
+    hands = options.get("hands")
+    leader = options.get("leader")
+    masks = _hands_from_tiles(rules, hands) if hands is not None else None
+    if leader is not None:
+        n = rules.num_players
+        if isinstance(leader, bool) or not isinstance(leader, numbers.Integral) or not 0 <= leader < n:
+            raise ValueError(f"options['leader'] must be a seat 0..{n - 1}, got {leader!r}")
+        leader = int(leader)
+        if rules.first_lead == "heaviest":
+            leader = None
+    if masks is None and leader is None:
+        return None
+    return Scenario(hands=masks, leader=leader)
+
+
+def _hands_from_tiles(rules: Rules, hands: object) -> tuple[int, ...]:
+    n = rules.num_players
+    if not isinstance(hands, (list, tuple)) or len(hands) != n:
+        got = f"{len(hands)} lists" if isinstance(hands, (list, tuple)) else repr(hands)
+        raise ValueError(f"options['hands'] needs one list of tiles per seat ({n} lists), got {got}")
+    masks: list[int] = []
+    seen = 0
+    ts = rules.tile_set
+    for seat, hand in enumerate(hands):
+        if not isinstance(hand, (list, tuple)) or not hand:
+            raise ValueError(f"options['hands'][{seat}] must be a non-empty list of (a, b) tiles, got {hand!r}")
+        mask = 0
+        for tile in hand:
+            try:
+                i = ts.tile_index(tile)
+            except ValueError as e:
+                raise ValueError(f"options['hands'][{seat}]: {e}") from None
+            if (seen | mask) >> i & 1:
+                raise ValueError(f"options['hands'][{seat}]: tile {format_tile(ts.tiles[i])} is dealt twice")
+            mask |= 1 << i
+        seen |= mask
+        masks.append(mask)
+    return tuple(masks)
 
 
 def as_action(action: object, num_actions: int) -> int:
@@ -45,27 +107,6 @@ def as_action(action: object, num_actions: int) -> int:
     if not 0 <= action < num_actions:
         raise ValueError(f"action {action} is out of range 0..{num_actions - 1}")
     return action
-
-
-def side_rewards(
-    rules: Rules, mode: str, result: RoundResult, episode_winner: int | None, episode_over: bool
-) -> list[float]:
-    """Reward per side for a step that ended a round (see raw_env's Rewards section).
-
-    ``episode_winner`` is the side that won the episode (the round, or the match), if any.
-    """
-    sides = rules.num_sides
-    if mode == "points":
-        return [float(x) for x in result.side_awards(sides)]
-    if mode == "zero_sum":
-        winner, size = result.winning_side, float(result.award)
-    else:  # win_loss: the outcome of the episode, given when it ends
-        winner, size = (episode_winner if episode_over else None), 1.0
-    if winner is None:
-        return [0.0] * sides
-    out = [-size / (sides - 1)] * sides
-    out[winner] = size
-    return out
 
 
 class raw_env(AECEnv):
@@ -109,7 +150,8 @@ class raw_env(AECEnv):
     previous game.
 
     ## Rewards
-    Given on the step that ends a round, to every agent of a side:
+    Given on the step that ends a round, to every agent of a side
+    (:meth:`block_env.RoundResult.side_values`):
     - "zero_sum" (default): the winning side +award, every other side -award/(S-1), S sides;
     - "points": the winning side +award, everyone else 0 (CONTRACT.md);
     - "win_loss": +1 to the side that wins the episode (the round, or the match in match
@@ -120,7 +162,8 @@ class raw_env(AECEnv):
     ``episode="round"``: every agent terminates when the round ends. ``episode="match"``:
     rounds are dealt (lead moving per ``rules.next_lead``) until a side reaches
     ``rules.resolved_target``; then every agent terminates. Nothing truncates.
-    ``infos[agent]["round_result"]`` describes each finished round.
+    ``infos[agent]["round_result"]`` describes each finished round
+    (``RoundResult.as_dict()`` plus its number, ``"round"``); ``results`` holds them all.
 
     ## Arguments
     ``rules``: a :class:`block_env.Rules`, a preset name (``block_env.PRESETS``) or None;
@@ -186,12 +229,15 @@ class raw_env(AECEnv):
     # -- episode ------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        scenario = parse_scenario(self.rules, options)  # ValueError before anything changes
+        scenario = parse_reset_options(self.rules, options)  # ValueError before anything changes
         if seed is not None or not hasattr(self, "_np_random_ready"):
             self.np_random, self.np_random_seed = seeding.np_random(seed)
             self._np_random_ready = True
-        engine_seed = int(self.np_random.integers(0, 2**63 - 1))
-        self.match = Match(self.rules, engine_seed, scenario=scenario)
+        engine_seed = int(self.np_random.integers(0, ENGINE_SEED_BOUND))
+        if scenario is None:
+            self.match = Match(self.rules, engine_seed)
+        else:
+            self.match = Match(self.rules, engine_seed, hands=scenario.hands, leader=scenario.leader)
         self.round_number = 1
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
@@ -228,19 +274,8 @@ class raw_env(AECEnv):
         assert self.match is not None
         over = self.episode == "round" or self.match.is_over
         episode_winner = result.winning_side if self.episode == "round" else self.match.winner_side
-        per_side = side_rewards(self.rules, self.reward_mode, result, episode_winner, over)
-        info = {
-            "round_result": {
-                "round": self.round_number,
-                "end": result.end,
-                "winner": None if result.winner is None else seat_name(result.winner),
-                "winning_side": result.winning_side,
-                "award": result.award,
-                "doubled": result.doubled,
-                "hand_pips": list(result.hand_pips),
-            },
-            "scores": list(self.match.scores),
-        }
+        per_side = result.side_values(self.reward_mode, episode_winner=episode_winner, episode_over=over)
+        info = {"round_result": {"round": self.round_number, **result.as_dict()}, "scores": list(self.match.scores)}
         for seat, agent in enumerate(self.possible_agents):
             self.rewards[agent] = per_side[self.rules.side_of(seat)]
             self.infos[agent] = dict(info)
@@ -250,6 +285,39 @@ class raw_env(AECEnv):
         else:
             self.match.next_round()
             self.round_number += 1
+
+    # -- what callers may read --------------------------------------------------------------
+
+    def legal_actions(self) -> list[int]:
+        """Legal action ids of the agent to move (empty once the episode is over)."""
+        assert self.match is not None, "call reset() before legal_actions()"
+        if self.terminations[self.agent_selection]:
+            return []
+        return self.match.round.legal_actions()
+
+    @property
+    def results(self) -> list[RoundResult]:
+        """Every finished round of this episode, oldest first."""
+        return [] if self.match is None else self.match.results
+
+    @property
+    def scores(self) -> list[int]:
+        """Match score per side (the rounds' awards so far this episode)."""
+        assert self.match is not None, "call reset() before scores"
+        return list(self.match.scores)
+
+    @property
+    def match_winner(self) -> int | None:
+        """The side that won the match (match episodes), else None."""
+        return None if self.match is None else self.match.winner_side
+
+    def deal(self) -> dict[str, Any]:
+        """The current round's dealt hands (full information, like ``state()``) and leader:
+        what duplicate play keeps identical across seatings."""
+        assert self.match is not None, "call reset() before deal()"
+        rnd = self.match.round
+        hands: list[list[Tile]] = [rnd.tiles.tiles_of(h) for h in rnd.dealt_hands()]
+        return {"hands": hands, "leader": rnd.leader}
 
     # -- observing ----------------------------------------------------------------------
 

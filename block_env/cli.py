@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
 
 
@@ -42,7 +43,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from block_env.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.agents.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
 
     config = ArenaConfig(
         agents=tuple(args.agents),
@@ -60,7 +61,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from block_env.play import play_in_terminal
+    from block_env.agents.play import play_in_terminal
 
     return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
 
@@ -86,7 +87,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
-    from block_env.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.agents.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.seeding import derive_seed
     from block_env.training.config import load_config
     from block_env.training.train import BEST, train
 
@@ -98,7 +100,7 @@ def cmd_main(args: argparse.Namespace) -> int:
         rules=config.resolved_rules(),
         episode=config.episode,
         deals=config.eval.final_deals,
-        seed=config.seed + 2026,  # deals the training-time evaluations never saw
+        seed=derive_seed(config.seed, "final_arena"),  # deals the training-time evaluations never saw
         workers=args.workers,
     )
     report = summarize(arena, run_arena(arena, progress=not args.quiet))
@@ -117,14 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rules", help="list the rules presets")
     p.set_defaults(func=cmd_rules)
 
-    from block_env.arena import default_workers
+    from block_env.agents.arena import default_workers
 
     p = sub.add_parser("eval", help="duplicate-deal arena: win rates with 95%% CIs, head-to-head, ratings")
     p.add_argument(
         "--agents", nargs="+", required=True, help="agent specs: random greedy strategic search policy:PATH ..."
     )
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
-    p.add_argument("--episode", choices=["round", "match"], default="round")
+    p.add_argument("--episode", choices=EPISODES, default="round")
     p.add_argument("--deals", type=_positive_int, default=200, help="duplicate deals (default 200)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=_positive_int, default=default_workers(), help="processes (default: all cores)")
@@ -136,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
     p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 leads by lot like any other)")
-    p.add_argument("--episode", choices=["round", "match"], default="match")
+    p.add_argument("--episode", choices=EPISODES, default="match")
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(func=cmd_play)
 

@@ -12,12 +12,12 @@ before changing anything, so a refused action leaves the state exactly as it was
 
 from __future__ import annotations
 
-import numbers
 import random
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from block_env.options import REWARDS
 from block_env.rules import Rules
 from block_env.tiles import Tile, TileSet, bit_indices, ends_after, format_tile
 
@@ -48,42 +48,107 @@ class RoundResult:
     hand_pips: tuple[int, ...]
     side_pips: tuple[int, ...]
 
-    def side_awards(self, num_sides: int) -> list[int]:
-        """The award per side: the winner's award, 0 for everyone else."""
-        out = [0] * num_sides
-        if self.winning_side is not None:
-            out[self.winning_side] = self.award
+    @property
+    def num_sides(self) -> int:
+        return len(self.side_pips)
+
+    def side_values(
+        self, mode: str = "zero_sum", *, episode_winner: int | None = None, episode_over: bool = True
+    ) -> list[float]:
+        """Each side's value of this round under a reward mode (block_env.options.REWARDS).
+
+        - "zero_sum": the winning side +award, every other side -award/(S-1), S sides;
+        - "points": the winning side +award, everyone else 0 (CONTRACT.md);
+        - "win_loss": +1 to ``episode_winner`` (the side that won the episode: the round,
+          or the match), -1/(S-1) to the others, and 0 to all unless ``episode_over``.
+
+        A tied block is worth 0 to everyone in every mode.
+        """
+        sides = self.num_sides
+        if mode == "points":
+            out = [0.0] * sides
+            if self.winning_side is not None:
+                out[self.winning_side] = float(self.award)
+            return out
+        if mode == "zero_sum":
+            winner, size = self.winning_side, float(self.award)
+        elif mode == "win_loss":
+            winner, size = (episode_winner if episode_over else None), 1.0
+        else:
+            raise ValueError(f"reward mode must be one of {', '.join(map(repr, REWARDS))}; got {mode!r}")
+        if winner is None:
+            return [0.0] * sides
+        out = [-size / (sides - 1)] * sides
+        out[winner] = size
         return out
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> RoundResult:
+        """The inverse of :meth:`as_dict` (e.g. a round record of an arena report)."""
+        return cls(
+            end=values["end"],
+            winner=values["winner"],
+            winning_side=values["winning_side"],
+            award=values["award"],
+            doubled=values["doubled"],
+            hand_pips=tuple(values["hand_pips"]),
+            side_pips=tuple(values["side_pips"]),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-ready values (seats and sides as ints)."""
+        return {
+            "end": self.end,
+            "winner": self.winner,
+            "winning_side": self.winning_side,
+            "award": self.award,
+            "doubled": self.doubled,
+            "hand_pips": list(self.hand_pips),
+            "side_pips": list(self.side_pips),
+        }
 
 
 @dataclass(frozen=True)
 class PublicView:
     """What one seat knows at the table: its own hand plus everything public.
 
-    Seats here are absolute. ``voids[s]`` is a bitmask over suits seat s has shown it lacks
-    by passing (a pass on ends a, b proves no tile with a or b; RULES.md: must play).
+    Seat-relative, like the player observations: relative seat 0 is this seat, 1 the next
+    seat clockwise, and relative side 0 is this seat's side. Tile sets are int bitmasks over
+    tile indices; ``voids[r]`` is a bitmask over the suits relative seat r has shown it lacks
+    by passing (RULES.md: must play). Built from the engine by :meth:`Round.public_view` and
+    from an observation by :func:`block_env.observations.read_public_view`: the same facts.
     """
 
-    seat: int
     rules: Rules
     hand: int
     ends: tuple[int, int] | None
     played: int
+    opening: int | None
+    leader: int
+    to_play: int | None
     hand_counts: tuple[int, ...]
     voids: tuple[int, ...]
-    moves: tuple[tuple[int, int], ...]
-    leader: int
-    current: int
     passes: int
+    scores: tuple[int, ...]
+    legal: tuple[int, ...]
 
     @property
     def hand_tiles(self) -> list[Tile]:
         return self.rules.tile_set.tiles_of(self.hand)
 
+    @property
     def unseen(self) -> int:
         """Tiles this seat cannot see: in other hands or out of play."""
-        full = (1 << self.rules.tile_set.num_tiles) - 1
-        return full & ~self.hand & ~self.played
+        return self.rules.tile_set.full_mask & ~self.hand & ~self.played
+
+    @property
+    def partner(self) -> int | None:
+        """The partner's relative seat (opposite), or None without partnerships."""
+        return 2 if self.rules.partnership else None
+
+    @property
+    def opponents(self) -> list[int]:
+        return [r for r in range(1, self.rules.num_players) if r != self.partner]
 
 
 class Round:
@@ -254,23 +319,37 @@ class Round:
         self._legal = legal
         return legal
 
+    def dealt_hands(self) -> list[int]:
+        """Each seat's hand as dealt: what it holds plus what it has placed this round."""
+        hands = self.hands.copy()
+        for seat, action in self.moves:
+            if action != self.tiles.pass_action:
+                hands[seat] |= 1 << (action >> 1)
+        return hands
+
     def describe_legal(self) -> str:
         return ", ".join(f"{a} ({self.tiles.describe_action(a)})" for a in self.legal_actions())
 
-    def public_view(self, seat: int) -> PublicView:
-        """Everything ``seat`` knows: own hand and the public record (no hidden tiles)."""
+    def public_view(self, seat: int, scores: Sequence[int] | None = None) -> PublicView:
+        """Everything ``seat`` knows (seat-relative), given the match ``scores`` per side."""
+        n = self.num_players
+        rules = self.rules
+        sides = rules.num_sides
+        scores = [0] * sides if scores is None else scores
+        my_side = rules.side_of(seat)
         return PublicView(
-            seat=seat,
-            rules=self.rules,
+            rules=rules,
             hand=self.hands[seat],
             ends=self.ends,
             played=self.played,
-            hand_counts=tuple(self.counts),
-            voids=tuple(self.voids),
-            moves=tuple(self.moves),
-            leader=self.leader,
-            current=self.current,
+            opening=self.moves[0][1] >> 1 if self.moves else None,
+            leader=(self.leader - seat) % n,
+            to_play=None if self.result is not None else (self.current - seat) % n,
+            hand_counts=tuple(self.counts[(seat + r) % n] for r in range(n)),
+            voids=tuple(self.voids[(seat + r) % n] for r in range(n)),
             passes=self.passes,
+            scores=tuple(scores[(my_side + r) % sides] for r in range(sides)),
+            legal=tuple(self.legal_actions()) if self.current == seat else (),
         )
 
     def line(self) -> list[Tile]:
@@ -430,76 +509,6 @@ def deal(rules: Rules, rng: random.Random) -> list[int]:
     return hands
 
 
-@dataclass(frozen=True)
-class Scenario:
-    """A validated scripted first round: hands as bitmasks, and the leader (None = by rule)."""
-
-    hands: tuple[int, ...] | None
-    leader: int | None
-
-
-SCENARIO_KEYS = ("hands", "leader")
-
-
-def parse_scenario(rules: Rules, options: object) -> Scenario | None:
-    """Validate reset ``options`` ({"hands": [[(a, b), ...], ...], "leader": i}).
-
-    ValueError names what is wrong: a wrong number of hands, an empty hand,
-    a tile outside the set, a tile dealt twice, or a leader that is not a seat. Tiles not
-    listed are out of play; unknown keys are ignored with a warning. "leader" is ignored under first_lead "heaviest" (CONTRACT.md).
-    """
-    if options is None:
-        return None
-    if not isinstance(options, dict):
-        raise ValueError(f"options must be a dict with keys {SCENARIO_KEYS}, got {options!r}")
-    unknown = set(options) - set(SCENARIO_KEYS)
-    if unknown:
-        # Not an error: PettingZoo's api_test resets with an arbitrary option to check that
-        # envs tolerate options they do not use. A typo still gets named.
-        warnings.warn(
-            f"reset options {sorted(map(str, unknown))} are not used; block_env reads {list(SCENARIO_KEYS)}",
-            stacklevel=3,
-        )
-    hands = options.get("hands")
-    leader = options.get("leader")
-    masks = _hands_from_tiles(rules, hands) if hands is not None else None
-    if leader is not None:
-        n = rules.num_players
-        if isinstance(leader, bool) or not isinstance(leader, numbers.Integral) or not 0 <= leader < n:
-            raise ValueError(f"options['leader'] must be a seat 0..{n - 1}, got {leader!r}")
-        leader = int(leader)
-        if rules.first_lead == "heaviest":
-            leader = None
-    if masks is None and leader is None:
-        return None
-    return Scenario(hands=masks, leader=leader)
-
-
-def _hands_from_tiles(rules: Rules, hands: object) -> tuple[int, ...]:
-    n = rules.num_players
-    if not isinstance(hands, (list, tuple)) or len(hands) != n:
-        got = f"{len(hands)} lists" if isinstance(hands, (list, tuple)) else repr(hands)
-        raise ValueError(f"options['hands'] needs one list of tiles per seat ({n} lists), got {got}")
-    masks: list[int] = []
-    seen = 0
-    ts = rules.tile_set
-    for seat, hand in enumerate(hands):
-        if not isinstance(hand, (list, tuple)) or not hand:
-            raise ValueError(f"options['hands'][{seat}] must be a non-empty list of (a, b) tiles, got {hand!r}")
-        mask = 0
-        for tile in hand:
-            try:
-                i = ts.tile_index(tile)
-            except ValueError as e:
-                raise ValueError(f"options['hands'][{seat}]: {e}") from None
-            if (seen | mask) >> i & 1:
-                raise ValueError(f"options['hands'][{seat}]: tile {format_tile(ts.tiles[i])} is dealt twice")
-            mask |= 1 << i
-        seen |= mask
-        masks.append(mask)
-    return tuple(masks)
-
-
 class Match:
     """Rounds dealt until a side reaches the target (RULES.md: match target, later leaders).
 
@@ -507,23 +516,30 @@ class Match:
     passing it wins, excess kept; a tie for the highest qualifying score is a draw.
     """
 
-    def __init__(self, rules: Rules, seed: int | None = None, *, scenario: Scenario | None = None) -> None:
-        """Deal the first round from ``seed`` (OS entropy if None), or as ``scenario``
-        scripts it (build one with :func:`parse_scenario`)."""
+    def __init__(
+        self,
+        rules: Rules,
+        seed: int | None = None,
+        *,
+        hands: Sequence[int] | None = None,
+        leader: int | None = None,
+    ) -> None:
+        """Deal the first round from ``seed`` (OS entropy if None), unless ``hands``
+        (bitmasks, one per seat, already validated) script it; ``leader`` scripts the first
+        lead (ignored under first_lead "heaviest")."""
         self.rules = rules
         self.rng = random.Random(seed)
         self.scores = [0] * rules.num_sides
         self.results: list[RoundResult] = []
         self.winner_side: int | None = None
         self.is_draw = False
-        hands = scenario.hands if scenario is not None and scenario.hands is not None else None
         if hands is None:
             hands = deal(rules, self.rng)
         lead: int | str
         if rules.first_lead == "heaviest":
             lead = "heaviest"
-        elif scenario is not None and scenario.leader is not None:
-            lead = scenario.leader
+        elif leader is not None:
+            lead = leader
         else:
             lead = self.rng.randrange(rules.num_players)  # RULES.md: first leader by fair lot
         self.round = Round.start(rules, hands, lead)
@@ -559,15 +575,17 @@ class Match:
             raise ValueError("the current round is not over yet")
         if self.is_over:
             raise ValueError("the match is over")
-        previous = self.round
-        rule = self.rules.next_lead
         hands = deal(self.rules, self.rng)
-        lead: int | str
-        if rule == "heaviest":
-            lead = "heaviest"
-        elif rule == "winner" and previous.result is not None and previous.result.winner is not None:
-            lead = previous.result.winner
-        else:  # rotate, and "winner" after a tied block
-            lead = (previous.leader + 1) % self.rules.num_players
-        self.round = Round.start(self.rules, hands, lead)
+        self.round = Round.start(self.rules, hands, next_lead(self.rules, self.round))
         return self.round
+
+
+def next_lead(rules: Rules, previous: Round) -> int | str:
+    """Who leads the round after ``previous`` (RULES.md: later leaders): a seat, or
+    "heaviest" (the holder of the heaviest double leads it)."""
+    rule = rules.next_lead
+    if rule == "heaviest":
+        return "heaviest"
+    if rule == "winner" and previous.result is not None and previous.result.winner is not None:
+        return previous.result.winner
+    return (previous.leader + 1) % rules.num_players  # rotate, and "winner" after a tied block

@@ -9,11 +9,15 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from block_env.aec import raw_env, resolve_rules
-from block_env.agents import Agent, make_agent
-from block_env.rules import Rules, check_choice
+from block_env.aec import parse_reset_options, raw_env
+from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
+from block_env.options import ILLEGAL_ACTIONS
+from block_env.rules import Rules, check_choice, resolve_rules
 
-ILLEGAL_ACTIONS = ("raise", "terminate")
+#: A scripted first round can end before the learner moves; reset deals again, this often at most.
+MAX_REDEALS = 100
+#: Seeds drawn from the env's generator for the engine and each opponent are below this.
+SEED_BOUND = 2**62
 
 
 class BlockDominoesEnv(gymnasium.Env):
@@ -21,9 +25,10 @@ class BlockDominoesEnv(gymnasium.Env):
 
     ## Description
     Wraps :class:`block_env.raw_env`: the learner acts at its seat, every other seat is
-    played by an opponent agent (scripted, search or a frozen policy snapshot, see
-    :func:`block_env.agents.make_agent`) until the learner's next decision or the episode's
-    end. Each transition carries the learner's own observation and the learner's reward
+    played by an opponent (anything with ``act(obs)`` and ``reset(seed)``, the
+    :class:`block_env.opponents.Opponent` protocol: scripted, search or a frozen policy
+    snapshot from :mod:`block_env.agents`) until the learner's next decision or the
+    episode's end. Each transition carries the learner's own observation and the learner's reward
     (summed over the opponents' moves in between), never the next mover's.
 
     ## Action Space
@@ -52,7 +57,9 @@ class BlockDominoesEnv(gymnasium.Env):
 
     ## Arguments
     ``rules``, ``episode``, ``reward``, ``observation`` as for ``raw_env``;
-    ``opponents``: agent specs or Agent objects, one drawn uniformly per seat per episode;
+    ``opponents``: Opponents, or agent spec strings when ``opponent_factory`` builds them
+    (``gymnasium.make`` and ``block_env.agents.make_env`` pass one); one is drawn uniformly
+    per seat per episode;
     ``learner_seat``: int or None; ``reward_scale``: float; ``skip_forced``: play the
     learner's turns that have exactly one legal action automatically (default True);
     ``illegal_action``: "raise" or "terminate"; ``render_mode``: "ansi" or "rgb_array".
@@ -67,7 +74,7 @@ class BlockDominoesEnv(gymnasium.Env):
         self,
         rules: Rules | str | None = None,
         *,
-        opponents: Sequence[str | Agent] = ("random",),
+        opponents: Sequence[str | Opponent] = ("random",),
         learner_seat: int | None = None,
         episode: str = "round",
         reward: str = "zero_sum",
@@ -76,6 +83,7 @@ class BlockDominoesEnv(gymnasium.Env):
         skip_forced: bool = True,
         illegal_action: str = "raise",
         render_mode: str | None = None,
+        opponent_factory: OpponentFactory | None = None,
     ) -> None:
         self.rules = resolve_rules(rules)
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
@@ -94,47 +102,41 @@ class BlockDominoesEnv(gymnasium.Env):
         self.skip_forced = skip_forced
         self.illegal_action = illegal_action
         self.render_mode = render_mode
+        self.opponent_factory = opponent_factory
         self.set_opponents(opponents)
         obs_box = self.aec.observation_space(self.aec.possible_agents[0])["observation"]
         self.observation_space = obs_box
         self.action_space = spaces.Discrete(self.rules.tile_set.num_actions)
         self.seat = 0
-        self.seat_opponents: list[Agent | None] = []
+        self.seat_opponents: list[Opponent | None] = []
         self._ready = False
         self._illegal = False
         self._reward = 0.0
 
     # -- opponents ----------------------------------------------------------------------
 
-    def set_opponents(self, opponents: Sequence[str | Agent]) -> None:
+    def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool (takes effect at the next reset). Used by self-play to
         add frozen snapshots of the learner as training goes on."""
-        if isinstance(opponents, (str, Agent)) or not opponents:
-            raise ValueError("opponents must be a non-empty sequence of agent specs or Agents")
-        pool: list[Agent] = []
-        for opponent in opponents:
-            if isinstance(opponent, Agent):
-                pool.append(opponent)
-            else:
-                pool.append(make_agent(opponent, self.rules, observation=self.observation))
-        self.opponents = pool
+        self.opponents = resolve_opponents(opponents, self.opponent_factory)
 
     # -- gymnasium API ------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        parse_reset_options(self.rules, options)  # ValueError before the seat or opponents are drawn
         super().reset(seed=seed)
         n = self.rules.num_players
         # A scripted first round can end before the learner moves; deal again then.
-        for _ in range(100):
+        for _ in range(MAX_REDEALS):
             self.seat = self.learner_seat if self.learner_seat is not None else int(self.np_random.integers(n))
             self.seat_opponents = [
                 None if s == self.seat else self.opponents[int(self.np_random.integers(len(self.opponents)))]
                 for s in range(n)
             ]
-            self.aec.reset(seed=int(self.np_random.integers(2**62)), options=options)
+            self.aec.reset(seed=int(self.np_random.integers(SEED_BOUND)), options=options)
             for s, opponent in enumerate(self.seat_opponents):
                 if opponent is not None:
-                    opponent.reset(seed=int(self.np_random.integers(2**62)) + s)
+                    opponent.reset(seed=int(self.np_random.integers(SEED_BOUND)) + s)
             self._reward = 0.0
             self._advance()
             if not self._episode_over:
@@ -167,7 +169,7 @@ class BlockDominoesEnv(gymnasium.Env):
             raise RuntimeError("call reset() before action_masks()")
         mask = np.zeros(self.action_space.n, dtype=bool)
         if not self._episode_over:  # then the learner is to move (see _advance)
-            mask[self.aec.match.round.legal_actions()] = True
+            mask[self.aec.legal_actions()] = True
         return mask
 
     def render(self) -> str | np.ndarray | None:
@@ -191,7 +193,7 @@ class BlockDominoesEnv(gymnasium.Env):
             agent = self.aec.agent_selection
             seat = self.aec.agent_name_mapping[agent]
             if seat == self.seat:
-                legal = self.aec.match.round.legal_actions()
+                legal = self.aec.legal_actions()
                 if not (self.skip_forced and len(legal) == 1):
                     return
                 action = legal[0]
@@ -207,11 +209,10 @@ class BlockDominoesEnv(gymnasium.Env):
 
     def _info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"learner_seat": self.seat}
-        results = self.aec.match.results if self.aec.match is not None else []
+        results = self.aec.results
         if results:
-            last = results[-1]
-            info["round_result"] = {"winning_side": last.winning_side, "award": last.award, "end": last.end}
+            info["round_result"] = results[-1].as_dict()
         if self._episode_over and self.aec.match is not None:
-            info["scores"] = list(self.aec.match.scores)
+            info["scores"] = self.aec.scores
             info["learner_side"] = self.rules.side_of(self.seat)
         return info

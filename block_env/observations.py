@@ -22,21 +22,30 @@ from typing import Any
 
 import numpy as np
 
-from block_env.engine import Round
-from block_env.rules import Rules
+from block_env.engine import PublicView, Round
+from block_env.options import ENCODINGS
+from block_env.rules import Rules, check_choice
 from block_env.tiles import bit_indices, ends_after
 
-ENCODINGS = ("vector", "history")
+#: How a piece is stored: "bits" pieces are 0/1 and come first in a player encoding (the
+#: whole prefix is built as one Python int and unpacked in one numpy call: the hot path);
+#: "number" pieces are the numeric tail.
+BITS, NUMBER = "bits", "number"
 
 
 @dataclass(frozen=True)
 class Piece:
-    """One named block of an encoding: ``shape`` values in [0, high]."""
+    """One named block of an encoding: ``shape`` values in [0, high], stored as ``kind``.
+
+    ``columns`` names the parts of each row of a 2-D piece (the history's move rows).
+    """
 
     name: str
     shape: tuple[int, ...]
     high: float
     meaning: str
+    kind: str = BITS
+    columns: Layout | None = None
 
     @property
     def size(self) -> int:
@@ -56,16 +65,24 @@ class Layout:
         slices = {}
         start = 0
         for p in self.pieces:
+            if p.name in slices:
+                raise ValueError(f"layout {self.name!r} has two pieces named {p.name!r}")
             slices[p.name] = slice(start, start + p.size)
             start += p.size
         object.__setattr__(self, "slices", slices)
         object.__setattr__(self, "size", start)
 
-    def piece(self, name: str) -> Piece:
-        for p in self.pieces:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+    def offset(self, name: str) -> int:
+        return self.slices[name].start
+
+    @property
+    def num_bits(self) -> int:
+        """Size of the leading "bits" pieces (ValueError if a bits piece follows a number)."""
+        kinds = [p.kind for p in self.pieces]
+        bits = kinds.index(NUMBER) if NUMBER in kinds else len(kinds)
+        if BITS in kinds[bits:]:
+            raise ValueError(f"layout {self.name!r}: every bits piece must come before the number pieces")
+        return sum(p.size for p in self.pieces[:bits])
 
     def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """Named, reshaped views into ``buffer`` (writes go through)."""
@@ -123,13 +140,14 @@ def vector_layout(rules: Rules) -> Layout:
             ),
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
             Piece("leader", (n,), 1, "one-hot relative seat that led this round"),
-            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
-            Piece("passes", (1,), n, "consecutive passes since the last tile was placed"),
+            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)", NUMBER),
+            Piece("passes", (1,), n, "consecutive passes since the last tile was placed", NUMBER),
             Piece(
                 "scores",
                 (rules.num_sides,),
                 _max_score_fraction(rules),
                 "match score / target per relative side (0 = observer's)",
+                NUMBER,
             ),
         ),
     )
@@ -140,6 +158,7 @@ def history_layout(rules: Rules) -> Layout:
     """The "history" encoding: own hand plus the public move sequence, for sequence models."""
     t = rules.tile_set.num_tiles
     n = rules.num_players
+    row = move_row_layout(rules)
     return Layout(
         "history",
         (
@@ -147,14 +166,36 @@ def history_layout(rules: Rules) -> Layout:
             Piece("to_play", (n,), 1, "one-hot relative seat to move; zeros once the round is over"),
             Piece(
                 "moves",
-                (max_moves(rules), n + t + 3),
+                (max_moves(rules), row.size),
                 1,
                 "one row per move this round, oldest first: one-hot relative seat (n), one-hot tile (T), "
                 "pass flag, placed on left end, placed on right end; unused rows are zero",
+                columns=row,
             ),
-            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)"),
-            Piece("scores", (rules.num_sides,), _max_score_fraction(rules), "match score / target per relative side"),
-            Piece("num_moves", (1,), max_moves(rules), "moves so far this round (rows of `moves` in use)"),
+            Piece("hand_counts", (n,), t, "tiles held by each relative seat (0 = observer)", NUMBER),
+            Piece(
+                "scores",
+                (rules.num_sides,),
+                _max_score_fraction(rules),
+                "match score / target per relative side",
+                NUMBER,
+            ),
+            Piece("num_moves", (1,), max_moves(rules), "moves so far this round (rows of `moves` in use)", NUMBER),
+        ),
+    )
+
+
+@cache
+def move_row_layout(rules: Rules) -> Layout:
+    """The columns of one row of the history's ``moves`` piece."""
+    return Layout(
+        "move",
+        (
+            Piece("seat", (rules.num_players,), 1, "one-hot relative seat that moved"),
+            Piece("tile", (rules.tile_set.num_tiles,), 1, "one-hot tile placed"),
+            Piece("pass", (1,), 1, "1 for a pass"),
+            Piece("on_left", (1,), 1, "1 if placed on the left end"),
+            Piece("on_right", (1,), 1, "1 if placed on the right end"),
         ),
     )
 
@@ -181,11 +222,8 @@ def state_layout(rules: Rules) -> Layout:
 
 
 def layout_for(rules: Rules, observation: str) -> Layout:
-    if observation == "vector":
-        return vector_layout(rules)
-    if observation == "history":
-        return history_layout(rules)
-    raise ValueError(f"observation must be one of {', '.join(map(repr, ENCODINGS))}; got {observation!r}")
+    check_choice("observation", observation, ENCODINGS)
+    return vector_layout(rules) if observation == "vector" else history_layout(rules)
 
 
 def _set_bits(row: np.ndarray, mask: int) -> None:
@@ -200,11 +238,15 @@ def _unpack_into(buf: np.ndarray, bits: int, count: int) -> None:
 
 
 class Encoder:
-    """Encodes rounds for one (rules, encoding) pair; constants are computed once."""
+    """Encodes rounds for one player layout; every offset comes from the layout's pieces.
 
-    def __init__(self, rules: Rules, observation: str) -> None:
-        self.layout = layout_for(rules, observation)
-        self.observation = observation
+    Each piece is filled by the writer of its name: a bits writer returns the piece's bits as
+    an int (bit k = element k of the flattened piece), a number writer its values. Adding a
+    piece is a layout entry plus a writer (``writers`` extends or replaces the built-in ones).
+    """
+
+    def __init__(self, rules: Rules, layout: Layout, writers: dict[str, Any] | None = None) -> None:
+        self.layout = layout
         self.rules = rules
         self.num_tiles = rules.tile_set.num_tiles
         self.num_suits = rules.tile_set.num_suits
@@ -212,67 +254,120 @@ class Encoder:
         self.num_sides = rules.num_sides
         self.target = rules.resolved_target
         self.pass_action = rules.tile_set.pass_action
-        t, s, n = self.num_tiles, self.num_suits, self.num_players
+        n = self.num_players
         # Seat-relative orders: _seats[seat][r] = (seat + r) % n; _sides likewise for sides.
         self._seats = [operator.itemgetter(*[(seat + r) % n for r in range(n)]) for seat in range(n)]
         self._sides = [[(rules.side_of(seat) + r) % self.num_sides for r in range(self.num_sides)] for seat in range(n)]
-        if observation == "vector":
-            self.num_bits = 3 * t + n * s + 2 * s + 2 * n
-        else:
-            self.num_bits = t + n + max_moves(rules) * (n + t + 3)
+        self.num_bits = layout.num_bits
+        known = {**WRITERS, **(writers or {})}
+        missing = [p.name for p in layout.pieces if p.name not in known]
+        if missing:
+            raise ValueError(f"no writer for piece(s) {missing} of layout {layout.name!r}")
+        self._bit_writers = [(layout.offset(p.name), known[p.name], p) for p in layout.pieces if p.kind == BITS]
+        self._number_writers = [known[p.name] for p in layout.pieces if p.kind == NUMBER]
 
     def __call__(self, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
         buf = np.empty(self.layout.size, dtype=np.float32) if out is None else out
-        bits = self._vector_bits(rnd, seat) if self.observation == "vector" else self._history_bits(rnd, seat)
+        bits = 0
+        for offset, write, piece in self._bit_writers:
+            bits |= write(self, rnd, seat, piece) << offset
         _unpack_into(buf, bits, self.num_bits)
-        # The numeric tail: hand counts, then passes and scores (vector) or scores and
-        # the number of moves (history).
-        counts = self._seats[seat](rnd.counts)
-        target = self.target
-        scores_rel = [scores[side] / target for side in self._sides[seat]]
-        if self.observation == "vector":
-            buf[self.num_bits :] = [*counts, rnd.passes, *scores_rel]
-        else:
-            buf[self.num_bits :] = [*counts, *scores_rel, len(rnd.moves)]
+        tail: list[float] = []
+        for write in self._number_writers:
+            tail += write(self, rnd, seat, scores)
+        buf[self.num_bits :] = tail
         return buf
 
-    def _vector_bits(self, rnd: Round, seat: int) -> int:
-        t, s, n = self.num_tiles, self.num_suits, self.num_players
-        bits = rnd.hands[seat] | rnd.played << t
-        if rnd.moves:  # the leader always can open, so the first move is the opening
-            bits |= 1 << (2 * t + (rnd.moves[0][1] >> 1))
-        offset = 3 * t
-        for r, void in enumerate(self._seats[seat](rnd.voids)):
-            bits |= void << (offset + r * s)
-        offset += n * s
-        if rnd.left >= 0:
-            bits |= 1 << (offset + rnd.left) | 1 << (offset + s + rnd.right)
-        offset += 2 * s
-        if rnd.result is None:
-            bits |= 1 << (offset + (rnd.current - seat) % n)
-        return bits | 1 << (offset + n + (rnd.leader - seat) % n)
 
-    def _history_bits(self, rnd: Round, seat: int) -> int:
-        t, n = self.num_tiles, self.num_players
-        width = n + t + 3
-        pass_action = self.pass_action
-        bits = rnd.hands[seat]
-        if rnd.result is None:
-            bits |= 1 << (t + (rnd.current - seat) % n)
-        row = t + n
-        for mover, action in rnd.moves:
-            bits |= 1 << (row + (mover - seat) % n)
-            if action == pass_action:
-                bits |= 1 << (row + n + t)
-            else:
-                bits |= 1 << (row + n + (action >> 1)) | 1 << (row + n + t + 1 + (action & 1))
-            row += width
-        return bits
+# -- piece writers (scalar): enc, round, observing seat, piece -> bits; or -> values ----------
+
+
+def _hand(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return rnd.hands[seat]
+
+
+def _played(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return rnd.played
+
+
+def _opening(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return 1 << (rnd.moves[0][1] >> 1) if rnd.moves else 0  # the leader always opens
+
+
+def _voids(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    width = piece.shape[1]
+    bits = 0
+    for r, void in enumerate(enc._seats[seat](rnd.voids)):
+        bits |= void << (r * width)
+    return bits
+
+
+def _ends(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return 1 << rnd.left | 1 << (piece.shape[1] + rnd.right) if rnd.left >= 0 else 0
+
+
+def _to_play(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return 1 << ((rnd.current - seat) % enc.num_players) if rnd.result is None else 0
+
+
+def _leader(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    return 1 << ((rnd.leader - seat) % enc.num_players)
+
+
+def _moves(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    cols = piece.columns
+    assert cols is not None
+    n, width, pass_action = enc.num_players, cols.size, enc.pass_action
+    tile_at, pass_at, left_at = cols.offset("tile"), cols.offset("pass"), cols.offset("on_left")
+    seat_at = cols.offset("seat")
+    bits = 0
+    row = 0
+    for mover, action in rnd.moves:
+        bits |= 1 << (row + seat_at + (mover - seat) % n)
+        if action == pass_action:
+            bits |= 1 << (row + pass_at)
+        else:
+            bits |= 1 << (row + tile_at + (action >> 1)) | 1 << (row + left_at + (action & 1))
+        row += width
+    return bits
+
+
+def _hand_counts(enc: Encoder, rnd: Round, seat: int, scores: Sequence[int]) -> list[float]:
+    return list(enc._seats[seat](rnd.counts))
+
+
+def _passes(enc: Encoder, rnd: Round, seat: int, scores: Sequence[int]) -> list[float]:
+    return [rnd.passes]
+
+
+def _scores(enc: Encoder, rnd: Round, seat: int, scores: Sequence[int]) -> list[float]:
+    return [scores[side] / enc.target for side in enc._sides[seat]]
+
+
+def _num_moves(enc: Encoder, rnd: Round, seat: int, scores: Sequence[int]) -> list[float]:
+    return [len(rnd.moves)]
+
+
+#: The built-in writers of the player encodings' pieces, by piece name.
+WRITERS: dict[str, Any] = {
+    "hand": _hand,
+    "played": _played,
+    "opening": _opening,
+    "voids": _voids,
+    "ends": _ends,
+    "to_play": _to_play,
+    "leader": _leader,
+    "moves": _moves,
+    "hand_counts": _hand_counts,
+    "passes": _passes,
+    "scores": _scores,
+    "num_moves": _num_moves,
+}
 
 
 @cache
 def encoder(rules: Rules, observation: str) -> Encoder:
-    return Encoder(rules, observation)
+    return Encoder(rules, layout_for(rules, observation))
 
 
 def encode(observation: str, rnd: Round, seat: int, scores: Sequence[int], out: np.ndarray | None = None) -> np.ndarray:
@@ -311,7 +406,9 @@ def _one_hot_index(row: np.ndarray) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def decode_observation(vector: Any, rules: Rules | None = None, observation: str = "vector") -> dict[str, Any]:
+def decode_observation(
+    vector: Any, rules: Rules | None = None, observation: str = "vector", layout: Layout | None = None
+) -> dict[str, Any]:
     """Read an observation vector back into named parts (seat-relative).
 
     For the default "vector" encoding: ``hand`` (list of (a, b)), ``ends`` (None before the
@@ -323,12 +420,14 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
     ``leader``, ``voids`` and ``passes`` replayed from ``moves`` (a list of (relative seat,
     action id)), which it adds.
     Accepts the observation dict from the env too (its "observation" entry is read).
+    ``layout`` reads a layout other than the built-in one for ``observation`` (same pieces
+    by name, possibly more of them or in another order).
     """
     rules = rules if rules is not None else Rules()
     if isinstance(vector, dict):
         vector = vector["observation"]
     buf = np.asarray(vector, dtype=np.float32)
-    layout = layout_for(rules, observation)
+    layout = layout if layout is not None else layout_for(rules, observation)
     v = layout.views(buf)
     target = rules.resolved_target
     out: dict[str, Any] = {
@@ -348,21 +447,41 @@ def decode_observation(vector: Any, rules: Rules | None = None, observation: str
         out["voids"] = [[int(s) for s in np.flatnonzero(row > 0.5)] for row in v["voids"]]
         out["passes"] = int(round(float(v["passes"][0])))
         return out
-    n = rules.num_players
-    t = rules.tile_set.num_tiles
+    cols = move_row_layout(rules).slices
     moves = []
     for row in v["moves"][: int(round(float(v["num_moves"][0])))]:
-        mover = int(np.argmax(row[:n]))
-        if row[n + t] > 0.5:
+        mover = int(np.argmax(row[cols["seat"]]))
+        if row[cols["pass"]][0] > 0.5:
             action = rules.tile_set.pass_action
         else:
-            action = 2 * int(np.argmax(row[n : n + t])) + int(row[n + t + 2] > 0.5)
+            action = 2 * int(np.argmax(row[cols["tile"]])) + int(row[cols["on_right"]][0] > 0.5)
         moves.append((mover, action))
     out["moves"] = moves
     out.update(replay_public(rules, moves))
     if out["leader"] is None:
         out["leader"] = out["to_play"]
     return out
+
+
+def read_public_view(obs: dict[str, np.ndarray], rules: Rules, observation: str = "vector") -> PublicView:
+    """What the observing seat knows, read from its observation dict (either encoding) alone:
+    the same :class:`PublicView` that ``Round.public_view`` gives from the engine."""
+    d = decode_observation(obs["observation"], rules, observation=observation)
+    ts = rules.tile_set
+    return PublicView(
+        rules=rules,
+        hand=ts.mask_of(d["hand"]),
+        ends=d["ends"],
+        played=ts.mask_of(d["played"]),
+        opening=None if d["opening"] is None else ts.tile_index(d["opening"]),
+        leader=d["leader"] or 0,
+        to_play=d["to_play"],
+        hand_counts=tuple(d["hand_counts"]),
+        voids=tuple(sum(1 << v for v in row) for row in d["voids"]),
+        passes=d["passes"],
+        scores=tuple(d["scores"]),
+        legal=tuple(int(a) for a in np.flatnonzero(obs["action_mask"])),
+    )
 
 
 def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, Any]:

@@ -122,9 +122,6 @@ class Rules:
     def side_of(self, seat: int) -> int:
         return seat % 2 if self.partnership else seat
 
-    def seats_of(self, side: int) -> tuple[int, ...]:
-        return (side, side + 2) if self.partnership else (side,)
-
     def replace(self, **changes: Any) -> Rules:
         """A copy with ``changes`` applied, validated like any new Rules."""
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
@@ -146,6 +143,17 @@ class Rules:
         if not isinstance(values, dict):
             raise ValueError(f"rules must be a mapping of Rules fields, got {values!r}")
         return cls().replace(**values)
+
+
+def resolve_rules(rules: Rules | str | None) -> Rules:
+    """A Rules object from a Rules, a preset name, or None (the default rules)."""
+    if rules is None:
+        return Rules()
+    if isinstance(rules, Rules):
+        return rules
+    if isinstance(rules, str):
+        return Rules.preset(rules)
+    raise TypeError(f"rules must be a block_env.Rules, a preset name or None, got {type(rules).__name__}")
 
 
 #: Named presets. "standard" is Pagat's representative game (RULES.md default); "house_*"

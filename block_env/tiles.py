@@ -8,6 +8,7 @@ int bitmasks over tile indices (bit i = tile i): legality is then one AND per op
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -54,6 +55,11 @@ class TileSet:
         return 2 * len(self.tiles)
 
     @property
+    def full_mask(self) -> int:
+        """The bitmask of every tile of the set."""
+        return (1 << len(self.tiles)) - 1
+
+    @property
     def total_pips(self) -> int:
         return sum(self.pips)
 
@@ -61,9 +67,12 @@ class TileSet:
         """Index of ``tile``; either half may come first. ValueError if not in this set."""
         try:
             a, b = tile
-            key = (int(a), int(b)) if a <= b else (int(b), int(a))
         except (TypeError, ValueError):
             raise ValueError(f"a tile is a pair of pips (a, b), got {tile!r}") from None
+        # Integers only: 0.5 or "1" dealt as a pip would silently be another tile.
+        if not all(isinstance(h, numbers.Integral) and not isinstance(h, bool) for h in (a, b)):
+            raise ValueError(f"a tile's halves are integer pips 0..{self.max_pip}, got {tile!r}")
+        key = (int(a), int(b)) if a <= b else (int(b), int(a))
         if key not in self.index:
             raise ValueError(f"tile {tile!r} is not in the double-{self.max_pip} set (pips 0..{self.max_pip})")
         return self.index[key]

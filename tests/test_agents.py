@@ -10,8 +10,10 @@ import pytest
 from conftest import PASS, L, R, play, redeal_hidden, scripted_env
 
 from block_env import PRESETS, Rules, raw_env
-from block_env.agents import HumanAgent, Knowledge, StrategicAgent, make_agent, parse_spec
+from block_env.agents import HumanAgent, StrategicAgent, make_agent, parse_spec
 from block_env.agents.scripted import StrategyWeights
+from block_env.engine import PublicView
+from block_env.observations import read_public_view
 
 SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4"]
 
@@ -101,7 +103,7 @@ def test_strategic_keeps_a_suit_the_opponent_lacks_on_the_ends():
     env = scripted_env(rules, hands, leader=0)
     play(env, [((5, 5), L), PASS, ((3, 5), R), ((3, 6), R)])  # seat 1 passed on 5|5; ends 5|6
     obs = env.observe("player_0")
-    assert Knowledge.from_observation(obs, rules).voids[1] == 1 << 5
+    assert read_public_view(obs, rules).voids[1] == 1 << 5
     keep_five = ts.action((2, 6), R)  # ends 5|2: seat 1 still cannot follow the 5
     heavier = ts.action((4, 5), L)  # ends 4|6, one pip heavier
     assert make_agent("greedy", rules).act(obs) == heavier
@@ -110,18 +112,19 @@ def test_strategic_keeps_a_suit_the_opponent_lacks_on_the_ends():
     assert blind.act(obs) == heavier  # the void is what made the difference
 
 
-def _lock_position(rules: Rules, hand: list[tuple[int, int]]) -> Knowledge:
+def _lock_position(rules: Rules, hand: list[tuple[int, int]]) -> PublicView:
     """Ends 0|6 with every other six in the line: [0|6] on the 0 would show 6|6, which
     nobody else can follow."""
     ts = rules.tile_set
     played = [(1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6), (0, 1)]
-    return Knowledge(
+    return PublicView(
         rules=rules,
         hand=ts.mask_of(hand),
         ends=(0, 6),
         played=ts.mask_of(played),
         opening=ts.tile_index((6, 6)),
         leader=1,
+        to_play=0,
         hand_counts=(len(hand), 4),
         voids=(0, 0),
         passes=0,

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from block_env import Rules
-from block_env.arena import (
+from block_env import RoundResult, Rules
+from block_env.agents.arena import (
     ArenaConfig,
     mean_ci,
     play_deal,
@@ -59,11 +59,20 @@ def test_mean_ci_arithmetic():
 
 
 def _record(deal, seating, winning_side, award=10):
+    result = RoundResult(
+        end="domino" if winning_side is not None else "blocked",
+        winner=winning_side,
+        winning_side=winning_side,
+        award=award,
+        doubled=False,
+        hand_pips=(0, 0),
+        side_pips=(0, 0),
+    )
     return {
         "deal": deal,
         "table": 0,
         "seating": seating,
-        "rounds": [{"winning_side": winning_side, "award": award, "end": "domino"}],
+        "rounds": [result.as_dict()],
         "first_deal": {},
         "match_winner_side": None,
     }

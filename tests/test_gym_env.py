@@ -10,7 +10,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
 import block_env
 from block_env import Rules, decode_observation
-from block_env.gym_env import BlockDominoesEnv
+from block_env.agents import make_env
 
 
 @pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house"])
@@ -41,7 +41,7 @@ def test_make_gives_action_masks_and_match_episodes():
 @pytest.mark.parametrize("preset", ["standard", "standard_4p", "partnership"])
 def test_transitions_carry_the_learners_observation_and_reward(preset):
     rules = Rules.preset(preset)
-    env = BlockDominoesEnv(rules, opponents=["random", "strategic"], reward="points")
+    env = make_env(rules, opponents=["random", "strategic"], reward="points")
     rng = np.random.default_rng(1)
     seats = set()
     for episode in range(30):
@@ -66,7 +66,7 @@ def test_transitions_carry_the_learners_observation_and_reward(preset):
 
 
 def test_fixed_learner_seat_and_zero_sum_reward_scale():
-    env = BlockDominoesEnv("standard", opponents=["greedy"], learner_seat=1, reward_scale=0.1)
+    env = make_env("standard", opponents=["greedy"], learner_seat=1, reward_scale=0.1)
     rng = np.random.default_rng(2)
     for episode in range(10):
         _, info = env.reset(seed=episode)
@@ -81,13 +81,13 @@ def test_fixed_learner_seat_and_zero_sum_reward_scale():
 
 
 def test_illegal_actions_raise_by_default_or_terminate_with_a_penalty():
-    env = BlockDominoesEnv("standard", opponents=["random"])
+    env = make_env("standard", opponents=["random"])
     env.reset(seed=0)
     illegal = int(np.flatnonzero(~env.action_masks())[0])
     with pytest.raises(ValueError, match="legal actions"):
         env.step(illegal)
     env.step(int(np.flatnonzero(env.action_masks())[0]))  # nothing was lost
-    soft = BlockDominoesEnv("standard", opponents=["random"], illegal_action="terminate", reward_scale=0.5)
+    soft = make_env("standard", opponents=["random"], illegal_action="terminate", reward_scale=0.5)
     soft.reset(seed=0)
     _, reward, terminated, _, info = soft.step(int(np.flatnonzero(~soft.action_masks())[0]))
     assert terminated and reward == -0.5 and info["illegal_action"]
@@ -110,11 +110,11 @@ def test_illegal_actions_raise_by_default_or_terminate_with_a_penalty():
 )
 def test_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
-        BlockDominoesEnv("standard", **kwargs)
+        make_env("standard", **kwargs)
 
 
 def test_step_before_reset_is_refused():
-    env = BlockDominoesEnv()
+    env = make_env()
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
     with pytest.raises(RuntimeError, match="reset"):
@@ -122,7 +122,7 @@ def test_step_before_reset_is_refused():
 
 
 def test_render_shows_the_table():
-    env = BlockDominoesEnv(render_mode="ansi")
+    env = make_env(render_mode="ansi")
     env.reset(seed=3)
     assert "Line:" in env.render()
 
@@ -132,7 +132,7 @@ def test_works_in_sb3_vector_envs(kind):
     from sb3_contrib.common.maskable.utils import get_action_masks
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    builders = [lambda: BlockDominoesEnv("standard", opponents=["greedy"]) for _ in range(2)]
+    builders = [lambda: make_env("standard", opponents=["greedy"]) for _ in range(2)]
     vec = DummyVecEnv(builders) if kind == "dummy" else SubprocVecEnv(builders, start_method="spawn")
     try:
         vec.seed(0)

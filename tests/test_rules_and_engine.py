@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
 from conftest import PASS, L, R, legal_ids, play, scripted_env
 
-from block_env import PRESETS, Match, Rules
+from block_env import PRESETS, Match, RoundResult, Rules
 from block_env.engine import deal, heaviest_holding
 from block_env.tiles import tile_set
 
@@ -246,3 +247,30 @@ def test_deal_uses_hand_size_and_leaves_the_rest_out_of_play():
     hands = deal(rules, random.Random(0))
     assert [h.bit_count() for h in hands] == [5, 5, 5]
     assert hands[0] & hands[1] == 0 and hands[1] & hands[2] == 0 and hands[0] & hands[2] == 0
+
+
+def test_round_result_values_under_every_reward_mode():
+    three = RoundResult(
+        end="domino", winner=1, winning_side=1, award=12, doubled=False, hand_pips=(5, 0, 7), side_pips=(5, 0, 7)
+    )
+    assert three.side_values("zero_sum") == [-6.0, 12.0, -6.0]
+    assert three.side_values("points") == [0.0, 12.0, 0.0]
+    assert three.side_values("win_loss", episode_winner=1) == [-0.5, 1.0, -0.5]
+    assert three.side_values("win_loss", episode_winner=1, episode_over=False) == [0.0, 0.0, 0.0]
+    tied = dataclasses.replace(three, end="blocked", winner=None, winning_side=None, award=0)
+    for mode in ("zero_sum", "points", "win_loss"):
+        assert tied.side_values(mode, episode_winner=None) == [0.0, 0.0, 0.0]
+    assert RoundResult.from_dict(three.as_dict()) == three
+    with pytest.raises(ValueError, match="reward mode must be one of"):
+        three.side_values("elo")
+
+
+def test_seed_streams_are_named_stable_and_independent():
+    from block_env.seeding import derive_seed
+
+    assert derive_seed(0, "env", 1) == derive_seed(0, "env", 1)
+    seeds = {derive_seed(root, stream, i) for root in (0, 1) for stream in ("env", "teacher") for i in range(50)}
+    assert len(seeds) == 200 and all(0 <= s < 2**63 for s in seeds)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="root seed"):
+            derive_seed(bad, "env")

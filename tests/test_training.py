@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from block_env import PRESETS, Rules, raw_env
-from block_env.agents import make_agent
+from block_env.agents import make_agent, make_env
 from block_env.agents.policy import build_policy, save_agent
 from block_env.cli import main
 from block_env.training.config import config_from_dict, load_config
@@ -108,7 +108,6 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
 
 
 def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path):
-    from block_env.gym_env import BlockDominoesEnv
     from block_env.training.train import safe_custom_objects
 
     source = tiny_run / "checkpoints" / "ppo_512_steps.zip"
@@ -122,7 +121,7 @@ def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path
                 payload = json.dumps(data).encode()
             dst.writestr(item, payload)
     with pytest.raises(ValueError, match=r"refusing to unpickle checkpoint entries \['payload'\]"):
-        safe_custom_objects(tampered, load_config(TINY), BlockDominoesEnv())
+        safe_custom_objects(tampered, load_config(TINY), make_env())
 
 
 def test_evaluation_runs_on_the_trained_agent(tiny_run, tmp_path, capsys):

@@ -14,7 +14,6 @@ import json
 import math
 import multiprocessing
 import os
-import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -22,9 +21,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.aec import EPISODES, raw_env, resolve_rules
+from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent, parse_spec
-from block_env.rules import Rules
+from block_env.engine import RoundResult
+from block_env.options import EPISODES
+from block_env.rules import PRESETS, Rules, check_choice, resolve_rules
+from block_env.seeding import deal_seeds, seat_seed
 
 Z95 = 1.959964
 
@@ -50,8 +52,7 @@ class ArenaConfig:
             name, _ = parse_spec(spec)  # ValueError names an unknown agent
             if name == "human":
                 raise ValueError("the arena plays unattended: use `block-dominoes play` for a human")
-        if self.episode not in EPISODES:
-            raise ValueError(f"episode must be one of {EPISODES}, got {self.episode!r}")
+        check_choice("episode", self.episode, EPISODES)
         if not isinstance(self.deals, int) or self.deals < 1:
             raise ValueError(f"deals must be a positive int, got {self.deals!r}")
         if not isinstance(self.workers, int) or self.workers < 1:
@@ -82,11 +83,6 @@ def rotations(table: tuple[int, ...]) -> list[tuple[int, ...]]:
     return out
 
 
-def deal_seeds(seed: int, deals: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.getrandbits(63) for _ in range(deals)]
-
-
 # -- playing (runs in worker processes) -------------------------------------------------------
 
 # Agents built once per worker process (a pool lives for one run_arena call, so a policy
@@ -98,17 +94,16 @@ def play_episode(env: Any, agents: Sequence[Agent], seed: int) -> dict[str, Any]
     """One episode from ``reset(seed)`` with ``agents`` by seat: each round's result, the
     first deal (what duplicate play keeps identical across seatings) and the match winner."""
     env.reset(seed=seed)
-    first = env.match.round
-    first_deal = {"hands": [first.tiles.tiles_of(h) for h in first.hands], "leader": first.leader}
+    first_deal = env.deal()
     for seat, agent in enumerate(agents):
-        agent.reset(seed=(seed * 31 + seat) % 2**63)
+        agent.reset(seed=seat_seed(seed, seat))
     while not all(env.terminations.values()):
         agent = env.agent_selection
         env.step(agents[env.agent_name_mapping[agent]].act(env.observe(agent)))
     return {
-        "rounds": [{"winning_side": r.winning_side, "award": r.award, "end": r.end} for r in env.match.results],
+        "rounds": [r.as_dict() for r in env.results],
         "first_deal": first_deal,
-        "match_winner_side": env.match.winner_side if env.episode == "match" else None,
+        "match_winner_side": env.match_winner if env.episode == "match" else None,
     }
 
 
@@ -239,7 +234,6 @@ class ArenaReport:
 def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport:
     rules = config.rules
     names = list(config.agents)
-    sides = rules.num_sides
     # per agent, per deal: lists of outcomes over its seat-rounds (and seat-matches)
     per_deal: dict[int, dict[int, dict[str, list[float]]]] = {}
     margin_by_deal: dict[tuple[int, int], dict[int, list[float]]] = {}
@@ -251,13 +245,11 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
             side = rules.side_of(seat)
             bucket = deal.setdefault(a, {"win": [], "points": [], "net": [], "match": []})
             for rnd in rec["rounds"]:
-                won = rnd["winning_side"] == side
+                result = RoundResult.from_dict(rnd)
+                won = result.winning_side == side
                 bucket["win"].append(1.0 if won else 0.0)
-                bucket["points"].append(float(rnd["award"]) if won else 0.0)
-                if rnd["winning_side"] is None:
-                    bucket["net"].append(0.0)
-                else:
-                    bucket["net"].append(float(rnd["award"]) if won else -rnd["award"] / (sides - 1))
+                bucket["points"].append(result.side_values("points")[side])
+                bucket["net"].append(result.side_values("zero_sum")[side])
                 seat_rounds[a] += 1
             if config.episode == "match":
                 bucket["match"].append(1.0 if rec["match_winner_side"] == side else 0.0)
@@ -271,9 +263,8 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
                 continue
             margins = margin_by_deal.setdefault((a, b), {}).setdefault(rec["deal"], [])
             for rnd in rec["rounds"]:
-                w = rnd["winning_side"]
-                award = float(rnd["award"])
-                margins.append(award * ((w == side_of_agent[a]) - (w == side_of_agent[b])))
+                points = RoundResult.from_dict(rnd).side_values("points")
+                margins.append(points[side_of_agent[a]] - points[side_of_agent[b]])
 
     def over_deals(a: int, key: str, clip: tuple[float, float] | None = None) -> Estimate:
         means = []
@@ -367,8 +358,6 @@ def markdown(report: ArenaReport) -> str:
 
 
 def _rules_text(rules: Rules) -> str:
-    from block_env.rules import PRESETS
-
     for name, preset in PRESETS.items():
         if preset == rules:
             return f"preset `{name}`"

@@ -19,13 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
 
+from block_env.aec import raw_env
+from block_env.agents import make_agent, make_env
+from block_env.agents.arena import ArenaConfig, run_arena, summarize
 from block_env.agents.policy import save_agent
-from block_env.arena import ArenaConfig, run_arena, summarize
 from block_env.gym_env import BlockDominoesEnv
+from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 
 BEST, FINAL, LATEST = "best", "final", "latest"
+#: Logit given to illegal actions in the imitation loss (masked out of the softmax).
+MASKED_LOGIT = -1e8
+#: Weight of the value head's loss against the policy's in the imitation warm start.
+IMITATION_VALUE_WEIGHT = 0.5
 
 
 @dataclass
@@ -71,7 +79,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
             import torch
 
             torch.set_num_threads(1)  # several env processes share 2 cores; snapshots act one obs at a time
-            env = BlockDominoesEnv(
+            env = make_env(
                 rules,
                 opponents=opponents,
                 episode=config.episode,
@@ -79,7 +87,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
                 observation=config.observation,
                 reward_scale=config.reward_scale,
             )
-            env.reset(seed=config.seed * 1000 + rank)
+            env.reset(seed=derive_seed(config.seed, "env", rank))
             return env
 
         return build
@@ -164,17 +172,16 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
     """Play teacher-vs-teacher episodes; keep every decision with two or more legal moves:
     the observation, mask, the teacher's action and the deciding seat's scaled episode return
     (in the training reward mode), for the value head."""
-    from block_env.aec import raw_env
-    from block_env.agents import make_agent
-
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
-    teacher = make_agent(config.pretrain.teacher, rules, seed=config.seed, observation=config.observation)
+    teacher = make_agent(
+        config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher"), observation=config.observation
+    )
     observations, masks, actions, returns = [], [], [], []
     episode = 0
     while len(actions) < config.pretrain.decisions:
-        env.reset(seed=config.seed * 7919 + episode)
+        env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
         episode += 1
         seats: list[int] = []
         totals = dict.fromkeys(env.possible_agents, 0.0)
@@ -212,7 +219,7 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     masks = torch.as_tensor(data["masks"])
     actions = torch.as_tensor(data["actions"])
     returns = torch.as_tensor(data["returns"])
-    generator = torch.Generator().manual_seed(config.seed)
+    generator = torch.Generator().manual_seed(derive_seed(config.seed, "imitation_batches"))
     policy.set_training_mode(True)
     stats: dict[str, float] = {}
     for _ in range(config.pretrain.epochs):
@@ -222,10 +229,10 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
             idx = order[start : start + config.pretrain.batch_size]
             features = policy.extract_features(obs[idx], policy.pi_features_extractor)
             latent_pi, latent_vf = policy.mlp_extractor(features)
-            logits = policy.action_net(latent_pi).masked_fill(~masks[idx], -1e8)
+            logits = policy.action_net(latent_pi).masked_fill(~masks[idx], MASKED_LOGIT)
             policy_loss = torch.nn.functional.cross_entropy(logits, actions[idx])
             value_loss = torch.nn.functional.mse_loss(policy.value_net(latent_vf).squeeze(-1), returns[idx])
-            loss = policy_loss + 0.5 * value_loss
+            loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -296,84 +303,104 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
 # -- callbacks --------------------------------------------------------------------------------
 
 
-def make_callbacks(config: TrainConfig, paths: RunPaths, opponent_pool: list[str]) -> list[Any]:
-    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+class SelfPlayCallback(BaseCallback):
+    """Every ``opponents.snapshot_every`` steps, freeze the learner into the opponent pool
+    (the newest ``max_snapshots`` snapshots beside the scripted baselines)."""
 
-    class SelfPlay(BaseCallback):
-        """Every ``snapshot_every`` steps, freeze the learner into the opponent pool."""
+    def __init__(self, config: TrainConfig, paths: RunPaths, opponent_pool: list[str]) -> None:
+        super().__init__()
+        self.config = config
+        self.paths = paths
+        self.opponent_pool = opponent_pool
+        self.every = config.opponents.snapshot_every
+        self.next_at = 0
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_at = 0
+    def _on_training_start(self) -> None:
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every
 
-        def _on_training_start(self) -> None:
-            self.next_at = (self.num_timesteps // config.opponents.snapshot_every + 1) * config.opponents.snapshot_every
-
-        def _on_step(self) -> bool:
-            if self.num_timesteps < self.next_at:
-                return True
-            self.next_at += config.opponents.snapshot_every
-            folder = save_policy_agent(self.model, paths.snapshots / f"step_{self.num_timesteps:09d}", config)
-            snapshots = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())[-config.opponents.max_snapshots :]
-            opponent_pool[:] = [*config.opponents.scripted, *(f"policy:{p}" for p in snapshots)]
-            self.training_env.env_method("set_opponents", list(opponent_pool))
-            self.logger.record("self_play/snapshot", str(folder.name))
+    def _on_step(self) -> bool:
+        if self.num_timesteps < self.next_at:
             return True
+        self.next_at += self.every
+        folder = save_policy_agent(self.model, self.paths.snapshots / f"step_{self.num_timesteps:09d}", self.config)
+        self.opponent_pool[:] = opponent_pool(self.config, self.paths)
+        self.training_env.env_method("set_opponents", list(self.opponent_pool))
+        self.logger.record("self_play/snapshot", str(folder.name))
+        return True
 
-    class Evaluate(BaseCallback):
-        """Every ``eval.every`` steps, play the baselines (masks on), log, keep the best."""
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.next_at = 0
-            self.best = -float("inf")
-            self.last_at = -1
+class EvaluateCallback(BaseCallback):
+    """Every ``eval.every`` steps, play the baselines (masks on), log the margins to
+    TensorBoard and the learning curve, and keep the best agent so far."""
 
-        def _on_training_start(self) -> None:
-            self.next_at = (self.num_timesteps // config.eval.every + 1) * config.eval.every
-            if paths.curve_csv.exists():
-                rows = list(csv.DictReader(paths.curve_csv.open()))
-                self.best = max((float(r["mean_margin"]) for r in rows), default=-float("inf"))
-            else:
-                self.evaluate()  # the starting point of the curve (after any warm start)
+    def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
+        super().__init__()
+        self.config = config
+        self.paths = paths
+        self.every = config.eval.every
+        self.next_at = 0
+        self.best = -float("inf")
+        self.last_at = -1
 
-        def _on_step(self) -> bool:
-            if self.num_timesteps >= self.next_at:
-                self.next_at += config.eval.every
-                self.evaluate()
-            return True
+    def _on_training_start(self) -> None:
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every
+        if self.paths.curve_csv.exists():
+            rows = list(csv.DictReader(self.paths.curve_csv.open()))
+            self.best = max((float(r["mean_margin"]) for r in rows), default=-float("inf"))
+        else:
+            self.evaluate()  # the starting point of the curve (after any warm start)
 
-        def _on_training_end(self) -> None:
-            if self.last_at != self.num_timesteps:
-                self.evaluate()
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_at:
+            self.next_at += self.every
+            self.evaluate()
+        return True
 
-        def evaluate(self) -> None:
-            self.last_at = self.num_timesteps
-            latest = save_policy_agent(self.model, paths.agent(LATEST), config)
-            row = evaluate_against_baselines(latest, config, config.eval.deals, seed=config.seed + 7)
-            row = {"timesteps": self.num_timesteps, **row}
-            for key, value in row.items():
-                if key != "timesteps":
-                    self.logger.record(f"eval/{key}", value)
-            self.logger.dump(self.num_timesteps)
-            new_file = not paths.curve_csv.exists()
-            with paths.curve_csv.open("a", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(row))
-                if new_file:
-                    writer.writeheader()
-                writer.writerow(row)
-            if row["mean_margin"] > self.best:
-                self.best = row["mean_margin"]
-                if paths.agent(BEST).exists():
-                    shutil.rmtree(paths.agent(BEST))
-                shutil.copytree(latest, paths.agent(BEST))
+    def _on_training_end(self) -> None:
+        if self.last_at != self.num_timesteps:
+            self.evaluate()
+
+    def evaluate(self) -> None:
+        config, paths = self.config, self.paths
+        self.last_at = self.num_timesteps
+        latest = save_policy_agent(self.model, paths.agent(LATEST), config)
+        row = evaluate_against_baselines(latest, config, config.eval.deals, seed=derive_seed(config.seed, "evaluation"))
+        row = {"timesteps": self.num_timesteps, **row}
+        for key, value in row.items():
+            if key != "timesteps":
+                self.logger.record(f"eval/{key}", value)
+        self.logger.dump(self.num_timesteps)
+        new_file = not paths.curve_csv.exists()
+        with paths.curve_csv.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(row))
+            if new_file:
+                writer.writeheader()
+            writer.writerow(row)
+        if row["mean_margin"] > self.best:
+            self.best = row["mean_margin"]
+            if paths.agent(BEST).exists():
+                shutil.rmtree(paths.agent(BEST))
+            shutil.copytree(latest, paths.agent(BEST))
+
+
+def opponent_pool(config: TrainConfig, paths: RunPaths, with_snapshots: bool = True) -> list[str]:
+    """The scripted baselines plus the newest saved snapshots (self-play)."""
+    snapshots = []
+    if with_snapshots and config.opponents.self_play and paths.snapshots.exists():
+        snapshots = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())[-config.opponents.max_snapshots :]
+    pool = [*config.opponents.scripted, *(f"policy:{p}" for p in snapshots)]
+    return pool or ["random"]  # self-play only, before the first snapshot
+
+
+def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> list[Any]:
+    from stable_baselines3.common.callbacks import CheckpointCallback
 
     checkpoints = CheckpointCallback(
         save_freq=max(1, config.checkpoint_every // config.n_envs), save_path=str(paths.checkpoints), name_prefix="ppo"
     )
-    callbacks: list[Any] = [Evaluate(), checkpoints]
+    callbacks: list[Any] = [EvaluateCallback(config, paths), checkpoints]
     if config.opponents.self_play:
-        callbacks.insert(0, SelfPlay())
+        callbacks.insert(0, SelfPlayCallback(config, paths, pool))
     return callbacks
 
 
@@ -394,13 +421,8 @@ def train(
     paths.root.mkdir(parents=True, exist_ok=True)
     (paths.root / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
 
-    opponent_pool = list(config.opponents.scripted)
-    if resume is not None and paths.snapshots.exists():
-        snapshots = sorted(p for p in paths.snapshots.iterdir() if p.is_dir())[-config.opponents.max_snapshots :]
-        opponent_pool += [f"policy:{p}" for p in snapshots]
-    if not opponent_pool:  # self-play only: start against the learner's own initial weights
-        opponent_pool = ["random"]
-    env = make_vec_env(config, opponent_pool)
+    pool = opponent_pool(config, paths, with_snapshots=resume is not None)
+    env = make_vec_env(config, pool)
 
     if resume is not None:
         model = load_checkpoint(Path(resume), config, env)
@@ -439,7 +461,7 @@ def train(
     started = time.perf_counter()
     model.learn(
         total_timesteps=remaining,
-        callback=CallbackList(make_callbacks(config, paths, opponent_pool)),
+        callback=CallbackList(make_callbacks(config, paths, pool)),
         reset_num_timesteps=resume is None,
         progress_bar=progress,
         tb_log_name="ppo",

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.rules import Rules, check_choice
+from block_env.agents import parse_spec
+from block_env.options import ENCODINGS, EPISODES, REWARDS
+from block_env.rules import Rules, check_choice, resolve_rules
+
+#: Activation functions of the policy and value networks, by config name.
+ACTIVATIONS = ("tanh", "relu")
+#: How the training envs are vectorised.
+VEC_ENVS = ("subproc", "dummy")
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class PPOConfig:
         _positive("ppo.vf_coef", self.vf_coef)
         if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
             raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
-        check_choice("ppo.activation", self.activation, ("tanh", "relu"))
+        check_choice("ppo.activation", self.activation, ACTIVATIONS)
 
 
 @dataclass(frozen=True)
@@ -74,8 +81,6 @@ class OpponentsConfig:
     def validate(self) -> None:
         if not self.scripted and not self.self_play:
             raise ValueError("opponents: give at least one scripted opponent or enable self_play")
-        from block_env.agents import parse_spec
-
         for spec in self.scripted:
             name, _ = parse_spec(spec)
             if name == "human":
@@ -102,8 +107,6 @@ class PretrainConfig:
 
     def validate(self) -> None:
         if self.teacher is not None:
-            from block_env.agents import parse_spec
-
             name, _ = parse_spec(self.teacher)
             if name == "human":
                 raise ValueError("pretrain.teacher cannot be 'human'")
@@ -132,8 +135,6 @@ class EvalConfig:
         _positive("eval.final_deals", self.final_deals)
         if not self.opponents:
             raise ValueError("eval.opponents must name at least one baseline")
-        from block_env.agents import parse_spec
-
         for spec in self.opponents:
             parse_spec(spec)
 
@@ -172,10 +173,10 @@ class TrainConfig:
             self.resolved_rules()
         except ValueError as e:
             raise ValueError(f"rules: {e}") from None
-        check_choice("episode", self.episode, ("round", "match"))
-        check_choice("reward", self.reward, ("zero_sum", "points", "win_loss"))
-        check_choice("observation", self.observation, ("vector", "history"))
-        check_choice("vec_env", self.vec_env, ("subproc", "dummy"))
+        check_choice("episode", self.episode, EPISODES)
+        check_choice("reward", self.reward, REWARDS)
+        check_choice("observation", self.observation, ENCODINGS)
+        check_choice("vec_env", self.vec_env, VEC_ENVS)
         _positive("reward_scale", self.reward_scale)
         _positive("total_timesteps", self.total_timesteps)
         _positive("n_envs", self.n_envs)
@@ -187,13 +188,8 @@ class TrainConfig:
 
     def resolved_rules(self) -> Rules:
         if isinstance(self.rules, str):
-            return Rules.preset(self.rules)
+            return resolve_rules(self.rules)
         return Rules.from_dict(dict(self.rules))
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        new = dataclasses.replace(self, **changes)
-        new.validate()
-        return new
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from block_env.agents.base import Agent, Knowledge, Observation, legal_actions
+from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.engine import PublicView
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
@@ -55,6 +56,7 @@ class StrategyWeights:
     block_win: float = 10.0  # locking the line while lighter than everyone
     block_loss: float = 80.0  # locking it while not clearly lighter
     near_lock: int = 2  # "about to lock": at most this many unseen tiles fit the ends
+    lighter_margin: float = 0.85  # "lighter than everyone": my pips below this share of each other side's estimate
 
 
 class StrategicAgent(Agent):
@@ -78,12 +80,12 @@ class StrategicAgent(Agent):
         legal = legal_actions(obs)
         if len(legal) == 1:
             return legal[0]
-        k = self.knowledge(obs)
+        k = self.view(obs)
         scores = [self.score(k, a) for a in legal]
         best = max(scores)
         return legal[scores.index(best)]
 
-    def score(self, k: Knowledge, action: int) -> float:
+    def score(self, k: PublicView, action: int) -> float:
         """How much this move agrees with the strategy tips (higher is better)."""
         w = self.weights
         rules = k.rules
@@ -108,13 +110,13 @@ class StrategicAgent(Agent):
             score += w.partner_suit * sum(v in ts.tiles[k.opening] for v in set(ends))
         if others_on_ends == 0:
             if mine_on_ends == 0:  # nobody can follow: the line locks and the round blocks
-                score += w.block_win if self._lighter_than_everyone(k, hand_after) else -w.block_loss
+                score += w.block_win if self._lighter_than_everyone(k, hand_after, w.lighter_margin) else -w.block_loss
             else:
                 score += w.sole_control
         return score
 
     @staticmethod
-    def _lighter_than_everyone(k: Knowledge, hand_after: int) -> bool:
+    def _lighter_than_everyone(k: PublicView, hand_after: int, margin: float) -> bool:
         """Is my side lighter than every other side, on the unseen-pip estimate?"""
         rules = k.rules
         unseen = k.unseen
@@ -129,4 +131,4 @@ class StrategicAgent(Agent):
         for r in range(n):
             sides[rules.side_of(r)] += estimate[r]
         mine = sides[0]
-        return all(mine < 0.85 * other for other in sides[1:])
+        return all(mine < margin * other for other in sides[1:])

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, HumanAgent, make_agent
-from block_env.render import render_text, seat_name
+from block_env.render import seat_name
 from block_env.rules import Rules
 
 
@@ -25,7 +25,7 @@ def play_in_terminal(
     n = rules.num_players
     if not 0 <= seat < n:
         raise ValueError(f"seat must be 0..{n - 1} for {n} players, got {seat}")
-    env = raw_env(rules, episode=episode, reward="points")
+    env = raw_env(rules, episode=episode, reward="points", render_mode="ansi")
     env.reset(seed=seed)
     human = HumanAgent(rules, read=read, write=write)
     others = iter(opponents * n)
@@ -40,21 +40,21 @@ def play_in_terminal(
         agent = env.agent_selection
         s = env.agent_name_mapping[agent]
         if s == seat:
-            write("\n" + render_text(env.match.round, env.match.scores, seat, env.round_number))
+            write("\n" + env.render())  # rendered for the agent to move: you
         action = agents[s].act(env.observe(agent))
         if s != seat:
             write(f"{agent} ({agents[s].name}): {rules.tile_set.describe_action(action)}")
         round_before = env.round_number
         env.step(action)
-        if len(env.match.results) > reported:
-            reported = len(env.match.results)
-            result = env.match.results[-1]
+        if len(env.results) > reported:
+            reported = len(env.results)
+            result = env.results[-1]
             who = "nobody (tied block)" if result.winner is None else seat_name(result.winner)
             write(
                 f"\nRound {round_before} over ({result.end}): {who} scores {result.award}. "
-                f"Pips left: {list(result.hand_pips)}. Scores: {env.match.scores}"
+                f"Pips left: {list(result.hand_pips)}. Scores: {env.scores}"
             )
     if episode == "match":
-        winner = env.match.winner_side
-        write("Match over: " + ("a draw" if winner is None else f"side {winner} wins") + f", scores {env.match.scores}")
+        winner = env.match_winner
+        write("Match over: " + ("a draw" if winner is None else f"side {winner} wins") + f", scores {env.scores}")
     return 0

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from block_env.agents.base import Agent, Knowledge, Observation, legal_actions
-from block_env.agents.scripted import StrategicAgent
-from block_env.engine import Round
+from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.agents.scripted import StrategicAgent, StrategyWeights
+from block_env.engine import PublicView, Round
 from block_env.rules import Rules
 from block_env.tiles import bit_indices, ends_after
 
 PLAYOUTS = ("greedy", "heuristic", "random")
+PRIORS = ("strategic", "none")
+#: Tries at a deal that respects every shown void; the last one ignores voids (a last resort).
+SAMPLE_ATTEMPTS = 20
+PLAYOUT_WEIGHTS = StrategyWeights()
 
 
 class SearchAgent(Agent):
@@ -49,8 +53,8 @@ class SearchAgent(Agent):
             raise ValueError(f"search playout must be one of {PLAYOUTS}, got {playout!r}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
-        if prior not in ("strategic", "none"):
-            raise ValueError(f"search prior must be 'strategic' or 'none', got {prior!r}")
+        if prior not in PRIORS:
+            raise ValueError(f"search prior must be one of {PRIORS}, got {prior!r}")
         if not isinstance(confidence, (int, float)) or confidence < 0:
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
         self.prior = StrategicAgent(rules, seed, observation) if prior == "strategic" else None
@@ -70,7 +74,7 @@ class SearchAgent(Agent):
         legal = legal_actions(obs)
         if len(legal) == 1:
             return legal[0]
-        k = self.knowledge(obs)
+        k = self.view(obs)
         # values[j][w]: the round value of move j in sampled world w (common worlds, so
         # moves are compared on the same deals).
         values = [[0.0] * self.worlds for _ in legal]
@@ -96,7 +100,7 @@ class SearchAgent(Agent):
         var = sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)
         return legal[best] if mean > self.confidence * (var / len(diffs)) ** 0.5 else legal[default]
 
-    def sample_world(self, k: Knowledge) -> Round:
+    def sample_world(self, k: PublicView) -> Round:
         """One deal of the unseen tiles consistent with the public record, as a Round with
         this seat as seat 0 (seats stay relative)."""
         rules = self.rules
@@ -105,14 +109,14 @@ class SearchAgent(Agent):
         unseen = bit_indices(k.unseen)
         # Most constrained seats first, so voids rarely make the deal impossible.
         order = sorted(range(1, n), key=lambda r: -k.voids[r].bit_count())
-        for attempt in range(20):
+        for attempt in range(SAMPLE_ATTEMPTS):
             pool = unseen[:]
             rng.shuffle(pool)
             hands = [0] * n
             hands[0] = k.hand
             ok = True
             for r in order:
-                void = k.voids[r] if attempt < 19 else 0  # last resort: ignore voids
+                void = k.voids[r] if attempt < SAMPLE_ATTEMPTS - 1 else 0  # last resort: ignore voids
                 need = k.hand_counts[r]
                 chosen = [t for t in pool if not self._tile_suits[t] & void][:need]
                 if len(chosen) < need:
@@ -151,21 +155,18 @@ class SearchAgent(Agent):
                 rnd.apply(max(legal, key=key.__getitem__))
 
     def _heuristic(self, rnd: Round, action: int) -> float:
-        """Heavy tiles first, doubles early, and keep tiles of my own for the new ends."""
+        """Heavy tiles first, doubles early, and keep tiles of my own for the new ends: the
+        strategic agent's first three weights, without its reading of the table."""
+        w = PLAYOUT_WEIGHTS
         ts = rnd.tiles
         i = action >> 1
         x, y = ts.tiles[i]
         hand = rnd.hands[rnd.current] & ~(1 << i)
         ends = ends_after(ts, rnd.ends, action)
         mine = (hand & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
-        return 1.5 * (x + y) + 4.0 * (x == y) + 2.0 * mine
+        return w.pips * (x + y) + w.double * (x == y) + w.control * mine
 
     def _value(self, rnd: Round) -> float:
         """Zero-sum round value for my side (side 0: relative seats keep sides)."""
-        result = rnd.result
-        assert result is not None
-        if result.winning_side is None:
-            return 0.0
-        if result.winning_side == 0:
-            return float(result.award)
-        return -result.award / (self.rules.num_sides - 1)
+        assert rnd.result is not None
+        return rnd.result.side_values("zero_sum")[0]

@@ -28,7 +28,7 @@ class HumanAgent(Agent):
 
     def board(self, obs: Observation) -> str:
         """What this seat sees, in words (seats relative: "you", "next", ...)."""
-        k = self.knowledge(obs)
+        k = self.view(obs)
         ts = self.rules.tile_set
         n = self.rules.num_players
         names = ["you"] + [f"seat +{r}" + (" (partner)" if r == k.partner else "") for r in range(1, n)]

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from block_env.agents.base import Agent, Knowledge, Observation
+from block_env.agents.base import Agent, Observation
 from block_env.agents.human import HumanAgent
 from block_env.agents.scripted import GreedyAgent, RandomAgent, StrategicAgent
 from block_env.agents.search import SearchAgent
-from block_env.rules import Rules
+from block_env.rules import Rules, resolve_rules
 
 AGENTS: dict[str, type[Agent]] = {
     "random": RandomAgent,
@@ -28,14 +28,15 @@ AGENTS: dict[str, type[Agent]] = {
 __all__ = [
     "AGENTS",
     "Agent",
+    "AgentFactory",
     "GreedyAgent",
     "HumanAgent",
-    "Knowledge",
     "Observation",
     "RandomAgent",
     "SearchAgent",
     "StrategicAgent",
     "make_agent",
+    "make_env",
     "parse_spec",
 ]
 
@@ -80,3 +81,25 @@ def make_agent(spec: str, rules: Rules, seed: int | None = None, observation: st
         return AGENTS[name](rules, seed, observation, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
+
+
+class AgentFactory:
+    """Builds agents from spec strings for one rules set and encoding: the
+    ``opponent_factory`` the Gymnasium views take (picklable, for subprocess envs)."""
+
+    def __init__(self, rules: Rules, observation: str = "vector") -> None:
+        self.rules = rules
+        self.observation = observation
+
+    def __call__(self, spec: str) -> Agent:
+        return make_agent(spec, self.rules, observation=self.observation)
+
+
+def make_env(rules: Rules | str | None = None, **kwargs: Any) -> Any:
+    """A :class:`block_env.BlockDominoesEnv` whose opponents may be agent specs: what
+    ``gymnasium.make("block_env/BlockDominoes-v0", ...)`` builds."""
+    from block_env.gym_env import BlockDominoesEnv
+
+    resolved = resolve_rules(rules)
+    kwargs.setdefault("opponent_factory", AgentFactory(resolved, kwargs.get("observation", "vector")))
+    return BlockDominoesEnv(resolved, **kwargs)

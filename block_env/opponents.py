@@ -1,0 +1,55 @@
+"""What the Gymnasium views need of an opponent: a small protocol the core defines.
+
+The envs know nothing of the agents package (imports go one way: core <- agents). Anything
+with ``act(observation_dict) -> action`` and ``reset(seed)`` can sit at an opponent's seat;
+``block_env.agents.Agent`` is one. Spec strings such as ``"greedy"`` are turned into agents
+above the core: an env given strings needs an ``opponent_factory`` (``gymnasium.make`` and
+``block_env.agents.make_env`` pass one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Opponent(Protocol):
+    """A policy for one seat, acting on that seat's observation dict alone."""
+
+    def act(self, obs: dict[str, np.ndarray]) -> int:
+        """A legal action id (the observation's ``action_mask`` says which are legal)."""
+        ...
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode; reseed when ``seed`` is given."""
+        ...
+
+
+#: Turns an agent spec string into an Opponent (e.g. ``block_env.agents.AgentFactory``).
+OpponentFactory = Callable[[str], Opponent]
+
+
+def resolve_opponents(opponents: object, factory: OpponentFactory | None) -> list[Opponent]:
+    """A non-empty opponent pool from Opponents and spec strings (strings need ``factory``)."""
+    if isinstance(opponents, (str, Opponent)) or not isinstance(opponents, (list, tuple)) or not opponents:
+        raise ValueError(f"opponents must be a non-empty sequence of agent specs or agents, got {opponents!r}")
+    pool: list[Opponent] = []
+    for i, opponent in enumerate(opponents):
+        if isinstance(opponent, Opponent):
+            pool.append(opponent)
+        elif isinstance(opponent, str):
+            if factory is None:
+                raise ValueError(
+                    f"opponents[{i}] is the spec {opponent!r}, but this env has no opponent_factory to build it: "
+                    "use gymnasium.make('block_env/BlockDominoes-v0', ...) or block_env.agents.make_env(...), "
+                    "or pass agent objects"
+                )
+            pool.append(factory(opponent))
+        else:
+            raise ValueError(
+                f"opponents[{i}] must be an agent spec string or have act(obs) and reset(seed), got {opponent!r}"
+            )
+    return pool

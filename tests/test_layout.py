@@ -1,0 +1,170 @@
+"""The design card's layout holds: imports go one way, shapes have one source, and the
+wheel built from the repository carries agents/ and training/ as block_env subpackages."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from block_env import PRESETS, raw_env
+from block_env.observations import NUMBER, Encoder, Piece, decode_observation, history_layout, vector_layout
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Source folder -> the package name it installs as (pyproject's package-dir).
+PACKAGES = {"block_env": "block_env", "agents": "block_env.agents", "training": "block_env.training"}
+CORE = ("tiles", "rules", "engine", "observations", "render", "aec", "gym_env", "options", "opponents", "seeding")
+#: layer -> the packages it must never import (core <- agents <- training and the CLI).
+FORBIDDEN = {"core": ("block_env.agents", "block_env.training"), "agents": ("block_env.training",)}
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module an import statement names, at any depth (function-level imports too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def wrong_way_imports(layer: str, source: str) -> list[str]:
+    bad = FORBIDDEN.get(layer, ())
+    return sorted(m for m in imported_modules(source) if any(m == b or m.startswith(b + ".") for b in bad))
+
+
+def modules_by_layer() -> dict[str, list[Path]]:
+    core = [ROOT / "block_env" / f"{name}.py" for name in CORE] + [ROOT / "block_env" / "__init__.py"]
+    return {"core": core, "agents": sorted((ROOT / "agents").glob("*.py"))}
+
+
+def test_every_core_module_is_listed_or_sits_at_the_top():
+    listed = {p.name for p in modules_by_layer()["core"]}
+    present = {p.name for p in (ROOT / "block_env").glob("*.py")}
+    assert present - listed == {"cli.py"}, "a new module in block_env/ must join a layer here"
+
+
+@pytest.mark.parametrize("layer", ["core", "agents"])
+def test_imports_go_one_way(layer):
+    for path in modules_by_layer()[layer]:
+        assert not wrong_way_imports(layer, path.read_text()), f"{path.relative_to(ROOT)} imports upward"
+
+
+def test_the_import_check_catches_a_wrong_way_import():
+    assert wrong_way_imports("core", "def f():\n    from block_env.agents import make_agent\n") == [
+        "block_env.agents",
+        "block_env.agents.make_agent",
+    ]
+    assert wrong_way_imports("agents", "import block_env.training.train\n") == ["block_env.training.train"]
+    assert wrong_way_imports("agents", "from block_env.engine import Round\n") == []
+
+
+@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "observations", "options", "seeding"])
+def test_the_engine_is_the_standard_library_and_numpy(name):
+    """The engine knows nothing of PettingZoo, Gymnasium or torch: only the env adapters do."""
+    imported = imported_modules((ROOT / "block_env" / f"{name}.py").read_text())
+    top_level = {m.split(".")[0] for m in imported}
+    assert top_level <= set(sys.stdlib_module_names) | {"numpy", "block_env", "__future__"}
+    assert not {m for m in imported if m.startswith("block_env.")} & {"block_env.aec", "block_env.gym_env"}
+
+
+@pytest.mark.parametrize("preset", ["standard", "partnership", "double_nine_4p"])
+@pytest.mark.parametrize("observation", ["vector", "history"])
+def test_adding_a_piece_is_one_layout_entry_and_one_writer(preset, observation):
+    """A copy of a layout with two more pieces (bits in the middle, shifting every later
+    offset, and a number at the end): the encoder fills them from their writers, and the
+    decoder reads every original piece exactly as from the built-in encoding."""
+    rules = PRESETS[preset]
+    base = vector_layout(rules) if observation == "vector" else history_layout(rules)
+    t = rules.tile_set.num_tiles
+    extra_bits = Piece("unseen", (t,), 1, "tiles the observer cannot see")
+    extra_number = Piece("unseen_count", (1,), t, "how many", NUMBER)
+    pieces = list(base.pieces)
+    pieces.insert(1, extra_bits)
+    layout = dataclasses.replace(base, pieces=(*pieces, extra_number))
+    writers = {
+        "unseen": lambda enc, rnd, seat, piece: rnd.tiles.full_mask & ~rnd.hands[seat] & ~rnd.played,
+        "unseen_count": lambda enc, rnd, seat, scores: [
+            (rnd.tiles.full_mask & ~rnd.hands[seat] & ~rnd.played).bit_count()
+        ],
+    }
+    extended = Encoder(rules, layout, writers)
+    env = raw_env(rules, observation=observation)
+    env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    while not all(env.terminations.values()):
+        rnd, scores = env.match.round, env.match.scores
+        for seat, agent in enumerate(env.possible_agents):
+            obs = extended(rnd, seat, scores)
+            views = layout.views(obs)
+            unseen = writers["unseen"](None, rnd, seat, None)
+            assert views["unseen"].tolist() == [float(unseen >> i & 1) for i in range(t)]
+            assert views["unseen_count"][0] == unseen.bit_count()
+            assert decode_observation(obs, rules, observation, layout=layout) == decode_observation(
+                env.observe(agent), rules, observation
+            )
+        env.step(int(rng.choice(env.legal_actions())))
+
+
+def test_a_layout_refuses_a_bits_piece_after_the_numbers():
+    base = vector_layout(PRESETS["standard"])
+    layout = dataclasses.replace(base, pieces=(*base.pieces, Piece("late", (3,), 1, "bits after numbers")))
+    with pytest.raises(ValueError, match="before the number pieces"):
+        _ = layout.num_bits
+
+
+def test_the_wheel_holds_agents_and_training_and_its_console_command_runs(tmp_path):
+    # Built from a copy: setuptools writes build/ beside the sources.
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in PACKAGES:
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("block_env-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    for folder, package in PACKAGES.items():
+        for source in (ROOT / folder).glob("*.py"):
+            assert f"{package.replace('.', '/')}/{source.name}" in names
+    assert not any(n.startswith(("agents/", "training/")) for n in names), "no top-level agents/training module"
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "block-dominoes = block_env.cli:main" in (tmp_path / "site" / entry_points).read_text()
+    # The console command's entry point, imported from the unpacked wheel (not the checkout).
+    code = "import sys, block_env.agents, block_env.cli as cli; print(block_env.agents.__file__); cli.main(['rules'])"
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": ""},
+    )
+    assert run.stdout.splitlines()[0].startswith(str(tmp_path / "site" / "block_env" / "agents"))
+    assert "standard_3p" in run.stdout
