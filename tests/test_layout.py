@@ -20,7 +20,19 @@ from block_env.observations import NUMBER, Encoder, Piece, decode_observation, h
 ROOT = Path(__file__).resolve().parents[1]
 #: Source folder -> the package name it installs as (pyproject's package-dir).
 PACKAGES = {"block_env": "block_env", "agents": "block_env.agents", "training": "block_env.training"}
-CORE = ("tiles", "rules", "engine", "observations", "render", "aec", "gym_env", "options", "opponents", "seeding")
+CORE = (
+    "tiles",
+    "rules",
+    "engine",
+    "batched",
+    "observations",
+    "render",
+    "aec",
+    "gym_env",
+    "options",
+    "opponents",
+    "seeding",
+)
 #: layer -> the packages it must never import (core <- agents <- training and the CLI).
 FORBIDDEN = {"core": ("block_env.agents", "block_env.training"), "agents": ("block_env.training",)}
 
@@ -68,7 +80,7 @@ def test_the_import_check_catches_a_wrong_way_import():
     assert wrong_way_imports("agents", "from block_env.engine import Round\n") == []
 
 
-@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "observations", "options", "seeding"])
+@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "batched", "observations", "options", "seeding"])
 def test_the_engine_is_the_standard_library_and_numpy(name):
     """The engine knows nothing of PettingZoo, Gymnasium or torch: only the env adapters do."""
     imported = imported_modules((ROOT / "block_env" / f"{name}.py").read_text())

@@ -1,0 +1,132 @@
+"""The batched engine and encoders against the scalar ones, move for move."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from block_env import PRESETS, Match, Round, RoundResult
+from block_env.batched import PLAYED, BatchedGames
+from block_env.engine import next_lead
+from block_env.observations import batch_encoder, encoder
+from block_env.options import ENCODINGS, EPISODES, REWARDS
+
+
+def hands_of(games: BatchedGames, game: int) -> list[int]:
+    owner = games.owner[game]
+    return [sum(1 << int(i) for i in np.flatnonzero(owner == seat)) for seat in range(games.rules.num_players)]
+
+
+def first_round(games: BatchedGames, game: int) -> Match:
+    """The scalar match of a batched game's new episode: the same deal; the leader by lot is
+    the batched one, a "heaviest" lead is the scalar engine's own choice."""
+    rules = games.rules
+    match = Match(rules, 0, hands=hands_of(games, game), leader=int(games.leader[game]))
+    check_lead(games, game, match.round)
+    return match
+
+
+def next_round(games: BatchedGames, game: int, match: Match) -> None:
+    """The scalar next round: the batched deal, the lead by the scalar rule."""
+    match.round = Round.start(games.rules, hands_of(games, game), next_lead(games.rules, match.round))
+    check_lead(games, game, match.round)
+
+
+def check_lead(games: BatchedGames, game: int, rnd: Round) -> None:
+    assert games.leader[game] == rnd.leader and games.current[game] == rnd.current
+    assert games.forced[game] == rnd.forced_opening
+
+
+def check_state(games: BatchedGames, game: int, rnd: Round) -> None:
+    assert (games.left[game], games.right[game]) == (rnd.left, rnd.right)
+    assert games.current[game] == rnd.current and games.passes[game] == rnd.passes
+    assert games.counts[game].tolist() == rnd.counts and games.voids[game].tolist() == rnd.voids
+    assert hands_of(games, game) == rnd.hands
+    assert sum(1 << int(i) for i in np.flatnonzero(games.owner[game] == PLAYED)) == rnd.played
+
+
+@pytest.mark.parametrize("episode", EPISODES)
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_batched_engine_and_encoders_agree_with_the_scalar_ones_move_for_move(preset, episode):
+    rules = PRESETS[preset]
+    n = 12
+    games = BatchedGames(rules, n, episode=episode, seed=11)
+    matches = [first_round(games, i) for i in range(n)]
+    encoders = {obs: (encoder(rules, obs), batch_encoder(rules, obs)) for obs in ENCODINGS}
+    rng = np.random.default_rng(5)
+    finished_rounds = finished_episodes = 0
+    for _ in range(260 if episode == "match" else 90):
+        mask = games.legal_mask()
+        for seat in range(rules.num_players):
+            seats = np.full(n, seat)
+            for scalar_encoder, batched_encoder in encoders.values():
+                batched = batched_encoder(games, games.all_games, seats)
+                for i, match in enumerate(matches):
+                    np.testing.assert_array_equal(batched[i], scalar_encoder(match.round, seat, match.scores))
+        actions = np.empty(n, dtype=np.int64)
+        for i, match in enumerate(matches):
+            legal = match.round.legal_actions()
+            assert np.flatnonzero(mask[i]).tolist() == legal
+            actions[i] = legal[rng.integers(len(legal))]
+        results = games.step(actions)
+        ended = {int(g): j for j, g in enumerate(results.games)}
+        for i, match in enumerate(matches):
+            result = match.step(int(actions[i]))
+            check_state(games, i, match.round)
+            assert (result is not None) == (i in ended)
+            if result is None:
+                continue
+            j = ended[i]
+            assert RoundResult.from_dict(results.as_dicts()[j]) == result
+            assert games.scores[i].tolist() == match.scores
+            over = episode == "round" or match.is_over
+            assert results.episode_over[j] == over
+            winner = result.winning_side if episode == "round" else match.winner_side
+            for mode in REWARDS:
+                expected = result.side_values(mode, episode_winner=winner, episode_over=over)
+                assert results.side_values(mode)[j].tolist() == pytest.approx(expected)
+        finished_rounds += len(ended)
+        if ended:
+            done = results.games
+            finished_episodes += int(results.episode_over.sum())
+            games.advance(done)
+            for j, i in enumerate(done):
+                if results.episode_over[j]:
+                    matches[i] = first_round(games, int(i))
+                else:
+                    next_round(games, int(i), matches[i])
+    assert finished_rounds > n and finished_episodes > 0
+
+
+def test_an_illegal_action_names_the_game_and_changes_nothing():
+    games = BatchedGames(PRESETS["standard"], 4, seed=0)
+    mask = games.legal_mask()
+    actions = mask.argmax(axis=1)
+    bad = actions.copy()
+    bad[2] = np.flatnonzero(~mask[2])[0]
+    before = {k: v.copy() for k, v in vars(games).items() if isinstance(v, np.ndarray)}
+    with pytest.raises(ValueError, match=r"game 2: action \d+ is not legal .*legal actions: "):
+        games.step(bad)
+    for key, value in before.items():
+        np.testing.assert_array_equal(getattr(games, key), value, err_msg=key)
+    with pytest.raises(ValueError, match="shape"):
+        games.step(actions[:3])
+    games.step(actions)  # the legal ones still play
+
+
+def test_seeded_batches_repeat_and_autoreset_deals_fresh_rounds():
+    def run(seed):
+        games = BatchedGames(PRESETS["standard_3p"], 8, seed=seed)
+        rng = np.random.default_rng(1)
+        trace = []
+        for _ in range(60):
+            mask = games.legal_mask()
+            actions = np.array([rng.choice(np.flatnonzero(row)) for row in mask])
+            results = games.step(actions)
+            trace.append(results.award.tolist())
+            games.advance(results.games)
+        return trace, games.owner.copy()
+
+    a, b, c = run(3), run(3), run(4)
+    assert a[0] == b[0] and (a[1] == b[1]).all()
+    assert not (a[1] == c[1]).all()
