@@ -37,6 +37,7 @@ __all__ = [
     "StrategicAgent",
     "make_agent",
     "make_env",
+    "make_vector_env",
     "parse_spec",
 ]
 
@@ -93,6 +94,16 @@ class AgentFactory:
 
     def __call__(self, spec: str) -> Agent:
         return make_agent(spec, self.rules, observation=self.observation)
+
+
+def make_vector_env(num_envs: int, rules: Rules | str | None = None, **kwargs: Any) -> Any:
+    """A :class:`block_env.vector_env.BlockDominoesVectorEnv` whose opponents may be agent
+    specs: what ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` builds."""
+    from block_env.vector_env import BlockDominoesVectorEnv
+
+    resolved = resolve_rules(rules)
+    kwargs.setdefault("opponent_factory", AgentFactory(resolved, kwargs.get("observation", "vector")))
+    return BlockDominoesVectorEnv(num_envs, resolved, **kwargs)
 
 
 def make_env(rules: Rules | str | None = None, **kwargs: Any) -> Any:

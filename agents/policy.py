@@ -106,6 +106,24 @@ class PolicyAgent(Agent):
         if seed is not None:
             torch.manual_seed(seed)
 
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """One forward pass for every game waiting on this policy (masked like ``act``)."""
+        import torch
+
+        policy = self.policy
+        with torch.no_grad():
+            features = policy.extract_features(
+                torch.as_tensor(observations, dtype=torch.float32), policy.pi_features_extractor
+            )
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features)).numpy()
+        logits = np.where(masks, logits, -np.inf)
+        if self.deterministic:
+            return logits.argmax(axis=1)
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        u = np.array([self.rng.random() for _ in range(len(p))])[:, None]
+        return np.minimum((p.cumsum(axis=1) < u).sum(axis=1), masks.shape[1] - 1)
+
     def act(self, obs: Observation) -> int:
         import torch
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.engine import PublicView
 from block_env.rules import Rules
@@ -11,13 +13,27 @@ from block_env.tiles import ends_after
 
 
 class RandomAgent(Agent):
-    """Uniform over the legal actions."""
+    """Uniform over the legal actions (``act_batch``: for many games in one call)."""
 
     name = "random"
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
         return legal[self.rng.randrange(len(legal))]
+
+    def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
+        super().__init__(rules, seed, observation)
+        # A stream of its own for act_batch, so that act()'s stream is the same as ever.
+        self.batch_rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        if seed is not None:
+            self.batch_rng = np.random.default_rng(seed)
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        keys = self.batch_rng.random(masks.shape, dtype=np.float32)
+        return np.where(masks, keys, -1.0).argmax(axis=1)
 
 
 def heaviest_first_key(rules: Rules, action: int) -> tuple[int, int, int]:
@@ -33,8 +49,17 @@ class GreedyAgent(Agent):
 
     name = "greedy"
 
+    def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
+        super().__init__(rules, seed, observation)
+        ts = rules.tile_set
+        # heaviest_first_key as one number per action: the first maximum is the lowest id.
+        self._rank = np.array([2 * (a + b) + (a == b) for a, b in ts.tiles for _ in (0, 1)] + [-1], dtype=np.int64)
+
     def act(self, obs: Observation) -> int:
         return max(legal_actions(obs), key=lambda a: heaviest_first_key(self.rules, a))
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return np.where(masks, self._rank, -2).argmax(axis=1)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ def _register_with_gymnasium() -> None:
             id=GYM_ID,
             # Above the core: the agents layer turns opponent spec strings into agents.
             entry_point="block_env.agents:make_env",
+            vector_entry_point="block_env.agents:make_vector_env",
             disable_env_checker=True,
             order_enforce=False,
         )

@@ -269,6 +269,16 @@ class BatchedGames:
 
     # -- queries ------------------------------------------------------------------------------
 
+    def dealt_hands(self, game: int) -> list[int]:
+        """One game's hands as dealt this round (bitmasks): held tiles plus those placed."""
+        held = self.owner[game]
+        hands = [sum(1 << int(i) for i in np.flatnonzero(held == seat)) for seat in range(self.tables.num_players)]
+        for j in range(int(self.num_moves[game])):
+            action = int(self.moves[game, j])
+            if action != self.tables.pass_action:
+                hands[int(self.move_seats[game, j])] |= 1 << (action >> 1)
+        return hands
+
     def hands_of(self, seats: np.ndarray, games: np.ndarray | None = None) -> np.ndarray:
         """(k, T) bool: the tiles each game's ``seats`` entry holds."""
         owner = self.owner if games is None else self.owner[games]

@@ -28,6 +28,15 @@ class Opponent(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchOpponent(Opponent, Protocol):
+    """An opponent that also acts for many games in one call (the vector env batches it)."""
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """(k,) legal actions for k observations (k, size) with their bool masks (k, 2T+1)."""
+        ...
+
+
 #: Turns an agent spec string into an Opponent (e.g. ``block_env.agents.AgentFactory``).
 OpponentFactory = Callable[[str], Opponent]
 

@@ -29,6 +29,8 @@ CORE = (
     "render",
     "aec",
     "gym_env",
+    "vector_env",
+    "sb3_vec_env",
     "options",
     "opponents",
     "seeding",

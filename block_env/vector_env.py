@@ -1,0 +1,307 @@
+"""N single-agent views stepped together on the batched engine (CONTRACT.md: "Batched
+environments"): a Gymnasium ``VectorEnv`` in one process.
+
+Made by ``gymnasium.make_vec("block_env/BlockDominoes-v0", num_envs=N,
+vectorization_mode="vector_entry_point", ...)`` with the single env's options. Each game has a
+learning seat; the other seats are played by opponents until the learner's next decision.
+Opponents with ``act_batch(observations, masks)`` (the :class:`BatchOpponent` protocol: random,
+greedy and frozen policy snapshots) act for every game waiting on them in one call; others
+(strategic, search) act game by game through ``act(obs)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from block_env.aec import parse_reset_options
+from block_env.batched import BatchedGames, BatchResults
+from block_env.observations import batch_encoder, layout_for
+from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, resolve_opponents
+from block_env.options import ENCODINGS, EPISODES, ILLEGAL_ACTIONS, REWARDS
+from block_env.rules import Rules, check_choice, resolve_rules
+from block_env.seeding import SEED_BOUND
+
+#: A new episode can end before the learner's first decision (its moves all forced); it is
+#: dealt again, this often at most, as the single env's reset does.
+MAX_REDEALS = 100
+
+
+class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
+    """``num_envs`` games of Block, each from one learning seat against opponents.
+
+    ## Spaces
+    ``single_observation_space`` is the single env's ``Box`` (the "vector" or "history"
+    encoding of the learner's seat); ``observation_space`` batches it to ``(N, size)``.
+    ``single_action_space`` is ``Discrete(2T+1)``; ``action_space`` is ``MultiDiscrete``.
+    ``action_masks()`` returns the learners' legal actions, ``(N, 2T+1)`` bool.
+
+    ## Autoreset
+    Gymnasium's ``AutoresetMode.SAME_STEP`` (``metadata["autoreset_mode"]``): a game whose
+    episode ends is reset within the same step; the returned observation is the new
+    episode's first, and ``info["final_obs"][i]``/``info["final_info"]`` (with the masks
+    ``info["_final_obs"]``/``info["_final_info"]``) keep the finished one's last.
+
+    ## Rewards, episodes, options
+    As the single env (``block_env.BlockDominoesEnv``): the reward mode's value for the
+    learner's side, summed over the opponents' moves, times ``reward_scale``; nothing
+    truncates. An action array of the wrong shape or dtype, or an illegal action in any game,
+    raises ValueError naming the game and its legal actions and changes no game, unless
+    ``illegal_action="terminate"``: then those games end with reward ``-reward_scale`` and
+    ``info["illegal_action"]``, and the others step.
+
+    ## Seeding
+    ``reset(seed=s)`` makes the whole batch reproducible: same seed, same actions, same
+    trajectories.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int,
+        rules: Rules | str | None = None,
+        *,
+        opponents: Sequence[str | Opponent] = ("random",),
+        learner_seat: int | None = None,
+        episode: str = "round",
+        reward: str = "zero_sum",
+        observation: str = "vector",
+        reward_scale: float = 1.0,
+        skip_forced: bool = True,
+        illegal_action: str = "raise",
+        opponent_factory: OpponentFactory | None = None,
+    ) -> None:
+        self.rules = resolve_rules(rules)
+        check_choice("episode", episode, EPISODES)
+        check_choice("reward", reward, REWARDS)
+        check_choice("observation", observation, ENCODINGS)
+        check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
+        n = self.rules.num_players
+        if learner_seat is not None and (
+            isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < n
+        ):
+            raise ValueError(f"learner_seat must be None or a seat 0..{n - 1}, got {learner_seat!r}")
+        if (
+            isinstance(reward_scale, bool)
+            or not isinstance(reward_scale, (int, float))
+            or not np.isfinite(reward_scale)
+            or reward_scale <= 0
+        ):
+            raise ValueError(f"reward_scale must be a positive finite number, got {reward_scale!r}")
+        if not isinstance(skip_forced, bool):
+            raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
+        self.games = BatchedGames(self.rules, num_envs, episode=episode)
+        self.num_envs = self.games.num_games
+        self.episode = episode
+        self.reward_mode = reward
+        self.observation = observation
+        self.learner_seat = learner_seat
+        self.reward_scale = float(reward_scale)
+        self.skip_forced = skip_forced
+        self.illegal_action = illegal_action
+        self.opponent_factory = opponent_factory
+        self.set_opponents(opponents)
+        self._encode = batch_encoder(self.rules, observation)
+        layout = layout_for(self.rules, observation)
+        self.single_observation_space = spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32)
+        self.single_action_space = spaces.Discrete(self.rules.tile_set.num_actions)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.seats = np.zeros(self.num_envs, dtype=np.int64)  # each game's learner seat
+        self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)  # pool index per seat
+        self._side_of = np.array([self.rules.side_of(s) for s in range(n)])
+        self._masks: np.ndarray | None = None
+
+    # -- opponents ----------------------------------------------------------------------------
+
+    def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
+        """Replace the opponent pool (takes effect as each game's next episode starts)."""
+        self.opponents = resolve_opponents(opponents, self.opponent_factory)
+
+    def batched_opponents(self) -> list[bool]:
+        """Which pool entries act in batch (``act_batch``); the others act game by game."""
+        return [isinstance(o, BatchOpponent) for o in self.opponents]
+
+    # -- Gymnasium API ------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start every game anew. ``options`` are refused: scripted deals are the single
+        env's (``reset(options={"hands": ...})``); a batch starts from seeded deals."""
+        if options is not None:
+            parse_reset_options(self.rules, options)  # the same errors for malformed options
+            raise ValueError("the vector env deals every game from its seed; script a deal with the single env")
+        super().reset(seed=seed)
+        self.games.reset(seed=int(self.np_random.integers(SEED_BOUND)))
+        for i, opponent in enumerate(self.opponents):
+            opponent.reset(seed=int(self.np_random.integers(SEED_BOUND)) + i)
+        everyone = self.games.all_games
+        self._new_episodes(everyone)
+        self._masks = self.games.legal_mask()
+        return self._observe(everyone), self._info()
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if self._masks is None:
+            raise RuntimeError("call reset() before step()")
+        actions = self._check_actions(actions)
+        n = self.num_envs
+        rewards = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=bool)
+        legal = self._masks[np.arange(n), actions]
+        illegal = np.flatnonzero(~legal)
+        if len(illegal):
+            if self.illegal_action == "raise":
+                game = int(illegal[0])
+                raise ValueError(
+                    f"game {game}: action {int(actions[game])} is not legal for the learner (seat "
+                    f"{int(self.seats[game])}); legal actions: {self.games.describe_legal(game)}"
+                )
+            rewards[illegal] = -1.0  # -reward_scale once scaled below
+            terminated[illegal] = True
+        playing = np.flatnonzero(legal)
+        self._collect(self.games.step(actions[playing], playing, check=False), rewards, terminated)
+        self._play_until_learner(playing[~terminated[playing]], rewards, terminated)
+
+        infos = self._info()
+        done = np.flatnonzero(terminated)
+        if len(done):
+            final_obs = self._observe(done)
+            infos["final_obs"] = np.empty(n, dtype=object)
+            for j, game in enumerate(done):
+                infos["final_obs"][game] = final_obs[j]
+            infos["_final_obs"] = terminated.copy()
+            final_info: dict[str, Any] = {"learner_seat": self.seats.copy(), "_learner_seat": terminated.copy()}
+            if len(illegal):
+                final_info["illegal_action"] = ~legal
+                final_info["_illegal_action"] = terminated.copy()
+            infos["final_info"] = final_info
+            infos["_final_info"] = terminated.copy()
+            self._autoreset(done)
+            infos["learner_seat"] = self.seats.copy()
+        self._masks = self.games.legal_mask()
+        obs = self._observe(self.games.all_games)
+        return obs, (rewards * self.reward_scale).astype(np.float32), terminated, np.zeros(n, dtype=bool), infos
+
+    def action_masks(self) -> np.ndarray:
+        """(N, 2T+1) bool: each learner's legal actions."""
+        if self._masks is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._masks.copy()
+
+    def close_extras(self, **kwargs: Any) -> None:
+        pass
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        array = np.asarray(actions)
+        if array.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), one per game; got {array.shape}")
+        if not np.issubdtype(array.dtype, np.integer):
+            raise ValueError(f"actions must be integers (an integer dtype), got dtype {array.dtype}")
+        num_actions = self.rules.tile_set.num_actions
+        out_of_range = np.flatnonzero((array < 0) | (array >= num_actions))
+        if len(out_of_range):
+            game = int(out_of_range[0])
+            raise ValueError(
+                f"game {game}: action {int(array[game])} is out of range 0..{num_actions - 1}; "
+                f"legal actions: {self.games.describe_legal(game)}"
+            )
+        return array.astype(np.int64)
+
+    def _new_episodes(self, games: np.ndarray) -> None:
+        """Draw seats and opponents for games whose episode just started, and play to each
+        learner's first decision; an episode over before it is dealt again."""
+        rewards = np.zeros(self.num_envs)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        for _ in range(MAX_REDEALS):
+            self._draw_seats(games)
+            self._play_until_learner(games, rewards, terminated)
+            games = games[terminated[games]]
+            if not len(games):
+                return
+            terminated[games] = False
+            self.games.advance(games)
+        raise RuntimeError(f"games {games.tolist()} ended before the learner's first decision {MAX_REDEALS} times")
+
+    def _draw_seats(self, games: np.ndarray) -> None:
+        k, n = len(games), self.rules.num_players
+        if self.learner_seat is None:
+            self.seats[games] = self.np_random.integers(n, size=k)
+        else:
+            self.seats[games] = self.learner_seat
+        self.seat_opponents[games] = self.np_random.integers(len(self.opponents), size=(k, n))
+
+    def _autoreset(self, games: np.ndarray) -> None:
+        self.games.reset(games=games)  # ended episodes, and games ended by an illegal action
+        self._new_episodes(games)
+
+    def _play_until_learner(self, games: np.ndarray, rewards: np.ndarray, terminated: np.ndarray) -> None:
+        """Play the opponents' moves (and the learner's forced ones) in ``games`` until each
+        learner has a real decision or its episode ends; add up the learner's rewards."""
+        engine = self.games
+        pending = games
+        while len(pending):
+            next_round = pending[engine.over[pending]]
+            if len(next_round):
+                engine.advance(next_round)  # match episodes: the next round of the match
+            masks = engine.legal_mask(pending)
+            learner_turn = engine.current[pending] == self.seats[pending]
+            forced = learner_turn & (masks.sum(axis=1) == 1) & self.skip_forced
+            acting = ~learner_turn | forced
+            pending, masks = pending[acting], masks[acting]
+            if not len(pending):
+                return
+            actions = masks.argmax(axis=1)  # a forced move: the only legal action
+            by_opponent = ~forced[acting]
+            self._opponent_actions(pending[by_opponent], masks[by_opponent], actions, np.flatnonzero(by_opponent))
+            self._collect(engine.step(actions, pending, check=False), rewards, terminated)
+            pending = pending[~terminated[pending]]
+
+    def _opponent_actions(self, games: np.ndarray, masks: np.ndarray, out: np.ndarray, rows: np.ndarray) -> None:
+        """Each game's opponent to move chooses; one batched call per batched opponent."""
+        seats = self.games.current[games]
+        choice = self.seat_opponents[games, seats]
+        for index in np.unique(choice):
+            mine = np.flatnonzero(choice == index)
+            opponent = self.opponents[index]
+            obs = self._encode(self.games, games[mine], seats[mine])
+            if isinstance(opponent, BatchOpponent):
+                actions = np.asarray(opponent.act_batch(obs, masks[mine]), dtype=np.int64)
+            else:
+                actions = np.array(
+                    [
+                        opponent.act({"observation": o, "action_mask": m.astype(np.int8)})
+                        for o, m in zip(obs, masks[mine])
+                    ],
+                    dtype=np.int64,
+                )
+            legal = masks[mine, actions] if actions.shape == (len(mine),) else np.zeros(len(mine), dtype=bool)
+            if not legal.all():
+                j = int(np.flatnonzero(~legal)[0])
+                game = int(games[mine][j])
+                raise RuntimeError(f"opponent {opponent!r} chose an illegal action in game {game}")
+            out[rows[mine]] = actions
+
+    def _collect(self, results: BatchResults, rewards: np.ndarray, terminated: np.ndarray) -> None:
+        """Add each finished round's value for the learner's side; mark ended episodes."""
+        if not len(results.games):
+            return
+        g = results.games
+        values = results.side_values(self.reward_mode)
+        rewards[g] += values[np.arange(len(g)), self._side_of[self.seats[g]]]
+        terminated[g] |= results.episode_over
+
+    def _observe(self, games: np.ndarray) -> np.ndarray:
+        return self._encode(self.games, games, self.seats[games])
+
+    def _info(self) -> dict[str, Any]:
+        return {"learner_seat": self.seats.copy(), "_learner_seat": np.ones(self.num_envs, dtype=bool)}

@@ -1,0 +1,173 @@
+"""The vector env and its SB3 VecEnv against the single env, game by game."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import block_env  # noqa: F401  (registers the env)
+from block_env.agents import make_env, make_vector_env
+from block_env.vector_env import BlockDominoesVectorEnv
+
+
+def mirror(vec: BlockDominoesVectorEnv, game: int, **kwargs):
+    """The single env playing the same deal from the same seat against greedy."""
+    games = vec.games
+    rules = vec.rules
+    hands = [rules.tile_set.tiles_of(h) for h in games.dealt_hands(game)]
+    env = make_env(rules, opponents=["greedy"], learner_seat=int(vec.seats[game]), **kwargs)
+    obs, _ = env.reset(seed=0, options={"hands": hands, "leader": int(games.leader[game])})
+    return env, obs
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house_4p"])
+@pytest.mark.parametrize("reward", ["zero_sum", "points", "win_loss"])
+def test_every_game_steps_exactly_as_the_single_env(preset, reward):
+    n = 6
+    kwargs = {"reward": reward, "reward_scale": 0.5}
+    vec = make_vector_env(n, preset, opponents=["greedy"], **kwargs)
+    obs, _ = vec.reset(seed=1)
+    mirrors = [mirror(vec, i, **kwargs) for i in range(n)]
+    for i, (_, single_obs) in enumerate(mirrors):
+        np.testing.assert_array_equal(obs[i], single_obs)
+    rng = np.random.default_rng(2)
+    episodes = 0
+    for _ in range(120):
+        masks = vec.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in masks])
+        obs, rewards, terminated, truncated, info = vec.step(actions)
+        assert not truncated.any()
+        for i, (env, _) in enumerate(mirrors):
+            np.testing.assert_array_equal(masks[i], env.action_masks())
+            single_obs, single_reward, single_terminated, _, _ = env.step(int(actions[i]))
+            assert rewards[i] == pytest.approx(single_reward) and terminated[i] == single_terminated
+            if terminated[i]:  # the final observation is kept; the new episode's first returned
+                np.testing.assert_array_equal(info["final_obs"][i], single_obs)
+                assert info["_final_obs"][i] and info["final_info"]["learner_seat"][i] == env.seat
+                mirrors[i] = mirror(vec, i, **kwargs)
+                episodes += 1
+            np.testing.assert_array_equal(obs[i], mirrors[i][1] if terminated[i] else single_obs)
+    assert episodes > n
+
+
+def test_make_vec_builds_it_with_spaces_autoreset_mode_and_masks():
+    env = gymnasium.make_vec(
+        "block_env/BlockDominoes-v0",
+        num_envs=5,
+        vectorization_mode="vector_entry_point",
+        rules="standard_4p",
+        opponents=["random", "strategic"],
+    )
+    assert isinstance(env, gymnasium.vector.VectorEnv)
+    assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (5, env.single_observation_space.shape[0]) and obs.dtype == np.float32
+    assert env.observation_space.contains(obs)
+    masks = env.action_masks()
+    assert masks.shape == (5, env.single_action_space.n) and masks.dtype == bool
+    actions = masks.argmax(axis=1)
+    assert env.action_space.contains(actions)
+    obs, rewards, terminated, truncated, info = env.step(actions)
+    assert rewards.shape == terminated.shape == truncated.shape == (5,)
+    assert env.observation_space.contains(obs)
+    assert env.unwrapped.batched_opponents() == [True, False]
+
+
+def trajectory(seed, opponents=("random", "greedy")):
+    env = make_vector_env(8, "standard_3p", opponents=list(opponents))
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(0)
+    out = [obs]
+    for _ in range(40):
+        masks = env.action_masks()
+        obs, rewards, terminated, _, _ = env.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+        out += [obs, rewards, terminated]
+    return out
+
+
+def test_same_seed_same_trajectories():
+    a, b, c = trajectory(4), trajectory(4), trajectory(5)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def _state(env):
+    return {k: v.copy() for k, v in vars(env.games).items() if isinstance(v, np.ndarray)} | {"seats": env.seats.copy()}
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda a, m: a[:3], r"shape \(4,\)"),
+        (lambda a, m: a.astype(np.float32), "integer dtype"),
+        (lambda a, m: np.where(np.arange(4) == 2, 999, a), "game 2: action 999 is out of range"),
+        (lambda a, m: np.where(np.arange(4) == 1, np.flatnonzero(~m[1])[0], a), r"game 1: action \d+ is not legal"),
+    ],
+    ids=["shape", "dtype", "range", "illegal"],
+)
+def test_bad_actions_name_the_game_and_change_no_game(bad, message):
+    env = make_vector_env(4, "standard", opponents=["greedy"])
+    env.reset(seed=0)
+    masks = env.action_masks()
+    before = _state(env)
+    with pytest.raises(ValueError, match=message):
+        env.step(bad(masks.argmax(axis=1), masks))
+    after = _state(env)
+    for key in before:
+        np.testing.assert_array_equal(before[key], after[key], err_msg=key)
+    if message.startswith("game 1"):
+        with pytest.raises(ValueError, match="legal actions: "):
+            env.step(bad(masks.argmax(axis=1), masks))
+
+
+def test_illegal_action_terminate_ends_only_that_game():
+    env = make_vector_env(3, "standard", opponents=["greedy"], illegal_action="terminate", reward_scale=0.25)
+    env.reset(seed=0)
+    masks = env.action_masks()
+    actions = masks.argmax(axis=1)
+    actions[0] = np.flatnonzero(~masks[0])[0]
+    _, rewards, terminated, _, info = env.step(actions)
+    assert terminated[0] and rewards[0] == -0.25 and info["final_info"]["illegal_action"][0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"learner_seat": 3}, "learner_seat"),
+        ({"reward_scale": float("nan")}, "reward_scale"),
+        ({"opponents": ["wizard"]}, "unknown agent"),
+        ({"episode": "set"}, "episode"),
+    ],
+)
+def test_bad_options_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_vector_env(2, "standard", **kwargs)
+
+
+def test_sb3_vec_env_serves_maskable_ppo_with_one_mask_call(monkeypatch):
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from block_env.sb3_vec_env import BlockDominoesVecEnv
+
+    core = make_vector_env(16, "standard", opponents=["random", "greedy"], reward_scale=0.05)
+    calls = []
+    real = core.action_masks
+    monkeypatch.setattr(core, "action_masks", lambda: calls.append(1) or real())
+    venv = VecMonitor(BlockDominoesVecEnv(core))
+    venv.seed(3)
+    first = venv.reset()
+    assert is_masking_supported(venv)
+    calls.clear()
+    assert get_action_masks(venv).shape == (16, 57) and len(calls) == 1
+    model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=128, n_epochs=1, device="cpu", seed=0)
+    model.learn(1024)
+    assert model.num_timesteps >= 1024
+    venv.seed(3)
+    np.testing.assert_array_equal(venv.reset(), first)
+    obs, rewards, dones, infos = venv.step(get_action_masks(venv).argmax(axis=1))
+    for i in np.flatnonzero(dones):
+        assert infos[i]["terminal_observation"].shape == obs[i].shape
