@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.batched import random_legal_actions
 from block_env.engine import PublicView
 from block_env.rules import Rules
 from block_env.tiles import ends_after
@@ -16,6 +17,7 @@ class RandomAgent(Agent):
     """Uniform over the legal actions (``act_batch``: for many games in one call)."""
 
     name = "random"
+    observes = False  # act_batch reads the masks alone
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -31,9 +33,8 @@ class RandomAgent(Agent):
         if seed is not None:
             self.batch_rng = np.random.default_rng(seed)
 
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        keys = self.batch_rng.random(masks.shape, dtype=np.float32)
-        return np.where(masks, keys, -1.0).argmax(axis=1)
+    def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
+        return random_legal_actions(masks, self.batch_rng)
 
 
 def heaviest_first_key(rules: Rules, action: int) -> tuple[int, int, int]:
@@ -48,6 +49,7 @@ class GreedyAgent(Agent):
     """Heaviest tile first (ties: doubles first; then the lower action id)."""
 
     name = "greedy"
+    observes = False  # act_batch reads the masks alone
 
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
         super().__init__(rules, seed, observation)
@@ -58,7 +60,7 @@ class GreedyAgent(Agent):
     def act(self, obs: Observation) -> int:
         return max(legal_actions(obs), key=lambda a: heaviest_first_key(self.rules, a))
 
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
         return np.where(masks, self._rank, -2).argmax(axis=1)
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.scripted import StrategicAgent, StrategyWeights
+from block_env.batched import BatchedGames, sample_hidden_hands
 from block_env.engine import PublicView, Round
 from block_env.rules import Rules
-from block_env.tiles import bit_indices, ends_after
+from block_env.tiles import ends_after
 
 PLAYOUTS = ("greedy", "heuristic", "random")
 PRIORS = ("strategic", "none")
+ENGINES = ("batched", "scalar")
 #: Tries at a deal that respects every shown void; the last one ignores voids (a last resort).
 SAMPLE_ATTEMPTS = 20
 PLAYOUT_WEIGHTS = StrategyWeights()
@@ -31,6 +35,9 @@ class SearchAgent(Agent):
         epsilon: probability of a random move inside greedy and heuristic playouts.
         prior: "strategic" (default) or "none".
         confidence: standard errors the search's best move must win by to override the prior.
+        engine: "batched" (default: every world and move played out at once on the batched
+            engine) or "scalar" (one by one on the scalar engine: the reference it was
+            measured against).
     """
 
     name = "search"
@@ -45,6 +52,7 @@ class SearchAgent(Agent):
         epsilon: float = 0.15,
         prior: str = "strategic",
         confidence: float = 1.0,
+        engine: str = "batched",
     ) -> None:
         super().__init__(rules, seed, observation)
         if not isinstance(worlds, int) or worlds < 1:
@@ -57,6 +65,9 @@ class SearchAgent(Agent):
             raise ValueError(f"search prior must be one of {PRIORS}, got {prior!r}")
         if not isinstance(confidence, (int, float)) or confidence < 0:
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
+        if engine not in ENGINES:
+            raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
+        self.engine = engine
         self.prior = StrategicAgent(rules, seed, observation) if prior == "strategic" else None
         self.confidence = float(confidence)
         self.worlds = worlds
@@ -69,6 +80,10 @@ class SearchAgent(Agent):
             for a in range(ts.num_actions)
         ]
         self._tile_suits = [(1 << a) | (1 << b) for a, b in ts.tiles]
+        # The playout policy's weights (per pip, double, tile of mine following the new ends):
+        # "greedy" ranks as the greedy agent does; "heuristic" as the strategic agent's first three.
+        w = PLAYOUT_WEIGHTS
+        self._weights = (2.0, 1.0, 0.0) if playout == "greedy" else (w.pips, w.double, w.control)
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -77,14 +92,12 @@ class SearchAgent(Agent):
         k = self.view(obs)
         # values[j][w]: the round value of move j in sampled world w (common worlds, so
         # moves are compared on the same deals).
-        values = [[0.0] * self.worlds for _ in legal]
-        for w in range(self.worlds):
-            world = self.sample_world(k)
-            for j, action in enumerate(legal):
-                rnd = world.copy()
-                rnd.apply(action)
-                self._play_out(rnd)
-                values[j][w] = self._value(rnd)
+        worlds = self.sample_worlds(k)
+        values = (
+            self._batched_values(k, legal, worlds)
+            if self.engine == "batched"
+            else self._scalar_values(k, legal, worlds)
+        )
         means = [sum(v) / self.worlds for v in values]
         best = means.index(max(means))
         if self.prior is None:
@@ -100,42 +113,65 @@ class SearchAgent(Agent):
         var = sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)
         return legal[best] if mean > self.confidence * (var / len(diffs)) ** 0.5 else legal[default]
 
-    def sample_world(self, k: PublicView) -> Round:
-        """One deal of the unseen tiles consistent with the public record, as a Round with
-        this seat as seat 0 (seats stay relative)."""
+    def _batched_values(self, k: PublicView, legal: list[int], worlds: np.ndarray) -> list[list[float]]:
+        """Every (world, move) pair as one game of a batch: play the move, then every game to
+        the round's end at once with the playout policy, in compiled code."""
         rules = self.rules
-        n = rules.num_players
-        rng = self.rng
-        unseen = bit_indices(k.unseen)
-        # Most constrained seats first, so voids rarely make the deal impossible.
-        order = sorted(range(1, n), key=lambda r: -k.voids[r].bit_count())
-        for attempt in range(SAMPLE_ATTEMPTS):
-            pool = unseen[:]
-            rng.shuffle(pool)
-            hands = [0] * n
-            hands[0] = k.hand
-            ok = True
-            for r in order:
-                void = k.voids[r] if attempt < SAMPLE_ATTEMPTS - 1 else 0  # last resort: ignore voids
-                need = k.hand_counts[r]
-                chosen = [t for t in pool if not self._tile_suits[t] & void][:need]
-                if len(chosen) < need:
-                    ok = False
-                    break
-                taken = set(chosen)
-                pool = [t for t in pool if t not in taken]
-                hands[r] = sum(1 << t for t in chosen)
-            if ok:
-                break
-        return Round.from_position(
-            rules,
-            hands,
+        ts = rules.tile_set
+        num_legal = len(legal)
+        games = BatchedGames(rules, len(worlds) * num_legal)
+        games.set_positions(
+            np.repeat(worlds, num_legal, axis=0),
             ends=k.ends,
-            played=k.played,
+            played=np.array([k.played >> i & 1 for i in range(ts.num_tiles)], dtype=bool),
             current=0,
             leader=k.leader,
             passes=k.passes,
+            voids=np.array(k.voids),
+        )
+        first = games.step(np.tile(np.array(legal, dtype=np.int64), len(worlds)), check=False)
+        rest = games.play_out(np.flatnonzero(~games.over), self._weights, self.epsilon, seed=self.rng.getrandbits(63))
+        value = np.zeros(games.num_games)
+        for results in (first, rest):
+            value[results.games] = results.side_values("zero_sum")[:, 0]  # my side is side 0
+        return value.reshape(len(worlds), num_legal).T.tolist()
+
+    def _scalar_values(self, k: PublicView, legal: list[int], worlds: np.ndarray) -> list[list[float]]:
+        """The reference: each (world, move) played out one by one on the scalar engine."""
+        values = [[0.0] * len(worlds) for _ in legal]
+        bits = 1 << np.arange(worlds.shape[2], dtype=object)
+        for w, dealt in enumerate(worlds):
+            hands = [int(bits[row].sum()) for row in dealt]
+            world = Round.from_position(
+                self.rules,
+                hands,
+                ends=k.ends,
+                played=k.played,
+                current=0,
+                leader=k.leader,
+                passes=k.passes,
+                voids=k.voids,
+            )
+            for j, action in enumerate(legal):
+                rnd = world.copy()
+                rnd.apply(action)
+                self._play_out(rnd)
+                assert rnd.result is not None
+                values[j][w] = rnd.result.side_values("zero_sum")[0]  # my side is side 0
+        return values
+
+    def sample_worlds(self, k: PublicView) -> np.ndarray:
+        """(worlds, P, T) bool: deals of the unseen tiles consistent with the public record
+        (hand counts, tiles out of play or unseen, voids shown by passes); this seat is 0."""
+        return sample_hidden_hands(
+            self.rules,
+            hand=k.hand,
+            unseen=k.unseen,
+            hand_counts=k.hand_counts,
             voids=k.voids,
+            worlds=self.worlds,
+            attempts=SAMPLE_ATTEMPTS,
+            seed=self.rng.getrandbits(63),
         )
 
     def _play_out(self, rnd: Round) -> None:
@@ -165,8 +201,3 @@ class SearchAgent(Agent):
         ends = ends_after(ts, rnd.ends, action)
         mine = (hand & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
         return w.pips * (x + y) + w.double * (x == y) + w.control * mine
-
-    def _value(self, rnd: Round) -> float:
-        """Zero-sum round value for my side (side 0: relative seats keep sides)."""
-        assert rnd.result is not None
-        return rnd.result.side_values("zero_sum")[0]

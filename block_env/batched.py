@@ -3,7 +3,9 @@
 The same rules as :mod:`block_env.engine` (a test plays the same deals and actions through
 both, for every preset, and compares legal actions, ends, passes, results and awards at every
 step), laid out for throughput: every state field is an array over games, and one call
-advances every selected game by one player action. Pure numpy, deterministic under a seed.
+advances every selected game by one player action. numpy arrays, with the per-game loops
+(legal actions, a step, playouts, determinizations) compiled by numba; deterministic under a
+seed.
 
 Layout of the state (N games, P seats, T tiles, S suits, M = max moves per round):
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+from numba import njit
 
 from block_env.options import EPISODES, REWARDS
 from block_env.rules import Rules, check_choice
@@ -106,6 +109,46 @@ class BatchResults:
     side_pips: np.ndarray  # (k, sides)
     episode_over: np.ndarray
     episode_winner: np.ndarray
+
+    @classmethod
+    def empty(cls, k: int, num_players: int, num_sides: int) -> BatchResults:
+        """Room for k results (kernels fill them in)."""
+        return cls(
+            games=np.empty(k, dtype=np.int64),
+            end=np.empty(k, dtype=np.int64),
+            winner=np.empty(k, dtype=np.int64),
+            winning_side=np.empty(k, dtype=np.int64),
+            award=np.empty(k, dtype=np.int64),
+            doubled=np.empty(k, dtype=bool),
+            hand_pips=np.zeros((k, num_players), dtype=np.int64),
+            side_pips=np.zeros((k, num_sides), dtype=np.int64),
+            episode_over=np.empty(k, dtype=bool),
+            episode_winner=np.empty(k, dtype=np.int64),
+        )
+
+    def arrays(self) -> tuple:
+        return (
+            self.games,
+            self.end,
+            self.winner,
+            self.winning_side,
+            self.award,
+            self.doubled,
+            self.hand_pips,
+            self.side_pips,
+            self.episode_over,
+            self.episode_winner,
+        )
+
+    @classmethod
+    def concatenate(cls, parts: list[BatchResults], num_players: int, num_sides: int) -> BatchResults:
+        if not parts:
+            return cls.empty(0, num_players, num_sides)
+        return cls(**{name: np.concatenate([vars(p)[name] for p in parts]) for name in vars(parts[0])})
+
+    def head(self, k: int) -> BatchResults:
+        """The first ``k`` results."""
+        return BatchResults(**{name: value[:k] for name, value in vars(self).items()})
 
     def as_dicts(self) -> list[dict]:
         """The results as ``RoundResult.as_dict()`` gives them, one per game."""
@@ -288,24 +331,9 @@ class BatchedGames:
         """(k, 2T+1) bool: the legal actions of the seat to move (CONTRACT.md layout). All
         False in a game whose round is over."""
         t = self.tables
-        g = self.all_games if games is None else games
-        left, right = self.left[g], self.right[g]
-        hand = self.hands_of(self.current[g], None if games is None else g)
-        opening = left < 0
-        on_left = hand & t.suits[np.maximum(left, 0)]
-        on_right = hand & t.suits[np.maximum(right, 0)] & ~opening[:, None]
-        # Under "heaviest" leads the opening tile is forced: the leader's only legal action.
-        forced = self.forced[g]
-        rows = np.flatnonzero(opening & (forced >= 0))
-        if len(rows):
-            hand = hand.copy()
-            hand[rows] = False
-            hand[rows, forced[rows]] = True
+        g = self.all_games if games is None else np.asarray(games, dtype=np.int64)
         mask = np.zeros((len(g), t.num_actions), dtype=bool)
-        mask[:, 0 : 2 * t.num_tiles : 2] = np.where(opening[:, None], hand, on_left)
-        mask[:, 1 : 2 * t.num_tiles : 2] = on_right
-        mask[:, t.pass_action] = ~mask[:, : t.pass_action].any(axis=1)
-        mask[self.over[g]] = False
+        _legal_kernel(g, self._state(), t.low, t.high, mask)
         return mask
 
     def describe_legal(self, game: int) -> str:
@@ -326,44 +354,104 @@ class BatchedGames:
         if check:
             self.check_actions(a, g)
         k = len(g)
-        cur = self.current[g]
-        left, right = self.left[g], self.right[g]
-        nm = self.num_moves[g]
-        self.moves[g, nm] = a
-        self.move_seats[g, nm] = cur
-        self.num_moves[g] = nm + 1
-        is_pass = a == t.pass_action
-        place = ~is_pass
-        # RULES.md: must play. A pass proves the seat holds neither end's suit.
-        passed = np.flatnonzero(is_pass)
-        if len(passed):
-            gp = g[passed]
-            self.voids[gp, cur[passed]] |= (1 << left[passed]) | (1 << right[passed])
-        passes = np.where(place, 0, self.passes[g] + 1)
-        self.passes[g] = passes
-        tile = np.where(place, a >> 1, 0)
-        x, y = t.low[tile], t.high[tile]
-        opening = left < 0
-        fitted_both = ~opening & t.suits[np.maximum(left, 0), tile] & t.suits[np.maximum(right, 0), tile]
-        on_right = (a & 1) == 1
-        new_left = np.where(opening, x, np.where(on_right, left, x + y - left))
-        new_right = np.where(opening, y, np.where(on_right, x + y - right, right))
-        self.left[g] = np.where(place, new_left, left)
-        self.right[g] = np.where(place, new_right, right)
-        placed = np.flatnonzero(place)
-        gpl, tpl, spl = g[placed], tile[placed], cur[placed]
-        self.owner[gpl, tpl] = PLAYED
-        self.counts[gpl, spl] -= 1
-        first = placed[opening[placed]]
-        self.opening[g[first]] = tile[first]
-        domino = np.zeros(k, dtype=bool)
-        domino[placed] = self.counts[gpl, spl] == 0
-        blocked = is_pass & (passes == t.num_players)
-        ended = domino | blocked
-        self.current[g] = np.where(ended, cur, (cur + 1) % t.num_players)
-        done = np.flatnonzero(ended)
-        club_tile = (x == y) | fitted_both
-        return self._finish(g[done], domino[done], cur[done], club_tile[done])
+        t = self.tables
+        out = BatchResults.empty(k, t.num_players, t.num_sides)
+        ended = _step_kernel(g, a, self._state(), self._constants(), out.arrays())
+        return out.head(ended)
+
+    def play_out(
+        self, games: np.ndarray, weights: tuple[float, float, float], epsilon: float, seed: int
+    ) -> BatchResults:
+        """Play every game in ``games`` to the end of its round with a fast playout policy:
+        with probability ``epsilon`` a uniformly random legal move, else the move scoring best
+        on ``weights`` = (per pip of the tile, for a double, per tile of mine that follows the
+        new ends); a forced move is played as it is. For search agents. Returns the results."""
+        t = self.tables
+        active = np.asarray(games, dtype=np.int64)
+        weights_array = np.array(weights, dtype=np.float64)
+        rng_states = np.random.default_rng(seed).integers(0, 2**63, size=self.num_games, dtype=np.uint64)
+        results = []
+        while len(active):
+            masks = self.legal_mask(active)
+            actions = np.empty(len(active), dtype=np.int64)
+            streams = rng_states[active]
+            _playout_kernel(
+                active, masks, weights_array, float(epsilon), streams, self._state(), t.low, t.high, actions
+            )
+            rng_states[active] = streams
+            results.append(self.step(actions, active, check=False))
+            active = active[~self.over[active]]
+        return BatchResults.concatenate(results, t.num_players, t.num_sides)
+
+    def set_positions(
+        self,
+        hands: np.ndarray,
+        *,
+        ends: tuple[int, int] | None,
+        played: np.ndarray,
+        current: int,
+        leader: int,
+        passes: int,
+        voids: np.ndarray,
+    ) -> None:
+        """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
+        per game; the public facts shared by all. Scores and move records start empty."""
+        t = self.tables
+        owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
+        for seat in range(t.num_players):
+            owner[hands[:, seat]] = seat
+        owner[:, played] = PLAYED
+        self.owner[:] = owner
+        self.counts[:] = hands.sum(axis=2)
+        self.left[:], self.right[:] = ends if ends is not None else (-1, -1)
+        self.current[:] = current
+        self.leader[:] = leader
+        self.forced[:] = -1
+        self.passes[:] = passes
+        self.voids[:] = voids
+        self.opening[:] = -1
+        self.num_moves[:] = 0
+        self.scores[:] = 0
+        self.over[:] = False
+        self.episode_over[:] = False
+
+    def _state(self) -> tuple:
+        return (
+            self.owner,
+            self.left,
+            self.right,
+            self.current,
+            self.leader,
+            self.counts,
+            self.voids,
+            self.passes,
+            self.opening,
+            self.moves,
+            self.move_seats,
+            self.num_moves,
+            self.scores,
+            self.over,
+            self.episode_over,
+            self.last_winner,
+            self.forced,
+        )
+
+    def _constants(self) -> tuple:
+        t = self.tables
+        rules = self.rules
+        return (
+            t.low,
+            t.high,
+            t.pips,
+            t.side_of,
+            t.num_sides,
+            t.pass_action,
+            rules.club_doubling,
+            rules.blocked_scoring == "subtract_own",
+            rules.partnership,
+            rules.resolved_target,
+            self.episode == "round",
+        )
 
     def check_actions(self, actions: np.ndarray, games: np.ndarray) -> None:
         """ValueError naming the first game whose action is not legal, with its legal actions."""
@@ -385,70 +473,387 @@ class BatchedGames:
                 f"legal actions: {self.describe_legal(game)}"
             )
 
-    def _finish(self, g: np.ndarray, domino: np.ndarray, went_out: np.ndarray, club_tile: np.ndarray) -> BatchResults:
-        """Score the rounds that ended in games ``g`` (RULES.md: domino award, blocked award)."""
-        t = self.tables
-        rules = self.rules
-        k = len(g)
-        owner = self.owner[g]
-        hand_pips = np.zeros((k, t.num_players), dtype=np.int64)
-        for seat in range(t.num_players):
-            hand_pips[:, seat] = (owner == seat) @ t.pips
-        side_pips = np.zeros((k, t.num_sides), dtype=np.int64)
-        for seat in range(t.num_players):
-            side_pips[:, t.side_of[seat]] += hand_pips[:, seat]
-        total = side_pips.sum(axis=1)
-        rows = np.arange(k)
-        # Domino: all opponents' pips (a partner's hand is not an opponent's).
-        domino_side = t.side_of[went_out]
-        domino_award = total - side_pips[rows, domino_side]
-        doubled = domino & rules.club_doubling & club_tile
-        domino_award = np.where(doubled, 2 * domino_award, domino_award)
-        # Blocked: the unique lightest side scores; a tie scores nobody.
-        lowest = side_pips.min(axis=1)
-        unique = (side_pips == lowest[:, None]).sum(axis=1) == 1
-        lightest = side_pips.argmin(axis=1)
-        others = total - lowest
-        blocked_award = others - lowest if rules.blocked_scoring == "subtract_own" else others
-        blocked_winner = self._lightest_seat(g, lightest, hand_pips)
-        winning_side = np.where(domino, domino_side, np.where(unique, lightest, -1))
-        winner = np.where(domino, went_out, np.where(unique, blocked_winner, -1))
-        award = np.where(domino, domino_award, np.where(unique, blocked_award, 0))
-        # The match: award, then the target (reaching it wins; a tie for the highest is a draw).
-        scored = np.flatnonzero(winning_side >= 0)
-        self.scores[g[scored], winning_side[scored]] += award[scored]
-        scores = self.scores[g]
-        best = scores.max(axis=1)
-        reached = best >= rules.resolved_target
-        alone = (scores == best[:, None]).sum(axis=1) == 1
-        if self.episode == "round":  # the round is the episode: its winner wins it
-            episode_over, episode_winner = np.ones(k, dtype=bool), winning_side
-        else:
-            episode_over, episode_winner = reached, np.where(reached & alone, scores.argmax(axis=1), -1)
-        self.over[g] = True
-        self.episode_over[g] = episode_over
-        self.last_winner[g] = winner
-        return BatchResults(
-            games=g,
-            end=np.where(domino, DOMINO, BLOCKED),
-            winner=winner,
-            winning_side=winning_side,
-            award=award,
-            doubled=doubled,
-            hand_pips=hand_pips,
-            side_pips=side_pips,
-            episode_over=episode_over,
-            episode_winner=episode_winner,
-        )
 
-    def _lightest_seat(self, g: np.ndarray, side: np.ndarray, hand_pips: np.ndarray) -> np.ndarray:
-        """The lightest seat of each winning side; on a tie, the first from the leader."""
-        if not self.rules.partnership:
-            return side  # a side is one seat
-        p = self.tables.num_players
-        first, second = side, side + 2
-        # Seat order from the leader: (seat - leader) % p.
-        lead = self.leader[g]
-        first_earlier = (first - lead) % p < (second - lead) % p
-        a, b = hand_pips[np.arange(len(g)), first], hand_pips[np.arange(len(g)), second]
-        return np.where(a < b, first, np.where(b < a, second, np.where(first_earlier, first, second)))
+def sample_hidden_hands(
+    rules: Rules,
+    *,
+    hand: int,
+    unseen: int,
+    hand_counts: tuple[int, ...],
+    voids: tuple[int, ...],
+    worlds: int,
+    attempts: int,
+    seed: int,
+) -> np.ndarray:
+    """(worlds, P, T) bool: deals of the ``unseen`` tiles (a bitmask) to relative seats
+    1..P-1, ``hand_counts`` each, consistent with the suits each has shown it lacks (``voids``,
+    bitmasks over suits); relative seat 0 holds ``hand``. Seats with more voids are dealt
+    first; a deal that fails is shuffled again, and the last of ``attempts`` ignores voids.
+    The determinizations of a search agent."""
+    ts = rules.tile_set
+    n = rules.num_players
+    hands = np.zeros((worlds, n, ts.num_tiles), dtype=bool)
+    hands[:, 0, [i for i in range(ts.num_tiles) if hand >> i & 1]] = True
+    tile_suits = np.array([(1 << a) | (1 << b) for a, b in ts.tiles], dtype=np.int64)
+    order = np.array(sorted(range(1, n), key=lambda r: -voids[r].bit_count()), dtype=np.int64)
+    streams = np.random.default_rng(seed).integers(0, 2**63, size=worlds, dtype=np.uint64)
+    _sample_hands_kernel(
+        np.array([i for i in range(ts.num_tiles) if unseen >> i & 1], dtype=np.int64),
+        tile_suits,
+        order,
+        np.array(voids, dtype=np.int64),
+        np.array(hand_counts, dtype=np.int64),
+        attempts,
+        streams,
+        hands,
+    )
+    return hands
+
+
+def random_legal_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(k,) one uniformly random legal action per row of ``masks`` (k, A) bool."""
+    out = np.empty(len(masks), dtype=np.int64)
+    _random_legal_kernel(masks, rng.random(len(masks)), out)
+    return out
+
+
+# -- compiled kernels: one loop over the selected games, every rule as in engine.Round ------------
+
+
+@njit(cache=True)
+def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
+    for j in range(masks.shape[0]):
+        count = 0
+        for a in range(masks.shape[1]):
+            count += masks[j, a]
+        pick = int(uniforms[j] * count)
+        out[j] = -1
+        for a in range(masks.shape[1]):
+            if masks[j, a]:
+                if pick == 0:
+                    out[j] = a
+                    break
+                pick -= 1
+
+
+@njit(cache=True)
+def _legal_kernel(games, state, low, high, mask):  # pragma: no cover - compiled
+    """Row j of ``mask``: the legal actions of game games[j]'s seat to move."""
+    (
+        owner,
+        left,
+        right,
+        current,
+        leader,
+        counts,
+        voids,
+        passes,
+        opening,
+        moves,
+        move_seats,
+        num_moves,
+        scores,
+        over,
+        episode_over,
+        last_winner,
+        forced,
+    ) = state
+    num_tiles = owner.shape[1]
+    for j in range(len(games)):
+        g = games[j]
+        if over[g]:
+            continue
+        seat = current[g]
+        end_l, end_r = left[g], right[g]
+        found = False
+        if end_l < 0:  # the opening: any held tile on end 0, or only the forced heaviest one
+            if forced[g] >= 0:
+                mask[j, 2 * forced[g]] = True
+                found = True
+            else:
+                for i in range(num_tiles):
+                    if owner[g, i] == seat:
+                        mask[j, 2 * i] = True
+                        found = True
+        else:
+            for i in range(num_tiles):
+                if owner[g, i] == seat:
+                    if low[i] == end_l or high[i] == end_l:
+                        mask[j, 2 * i] = True
+                        found = True
+                    if low[i] == end_r or high[i] == end_r:
+                        mask[j, 2 * i + 1] = True
+                        found = True
+        if not found:  # RULES.md: pass only when nothing fits
+            mask[j, 2 * num_tiles] = True
+
+
+@njit(cache=True)
+def _step_kernel(games, actions, state, constants, out):  # pragma: no cover - compiled
+    """Play actions[j] in game games[j] (engine.Round.apply); score each round that ends
+    (RULES.md: domino award, blocked award, match target) into the next row of ``out``."""
+    (
+        owner,
+        left,
+        right,
+        current,
+        leader,
+        counts,
+        voids,
+        passes,
+        opening,
+        moves,
+        move_seats,
+        num_moves,
+        scores,
+        over,
+        episode_over,
+        last_winner,
+        forced,
+    ) = state
+    (
+        low,
+        high,
+        pips,
+        side_of,
+        num_sides,
+        pass_action,
+        club_doubling,
+        subtract_own,
+        partnership,
+        target,
+        round_episode,
+    ) = constants
+    (
+        out_games,
+        out_end,
+        out_winner,
+        out_side,
+        out_award,
+        out_doubled,
+        out_hand_pips,
+        out_side_pips,
+        out_episode_over,
+        out_episode_winner,
+    ) = out
+    num_players = counts.shape[1]
+    num_tiles = owner.shape[1]
+    ended = 0
+    for j in range(len(games)):
+        g = games[j]
+        a = actions[j]
+        seat = current[g]
+        end_l, end_r = left[g], right[g]
+        m = num_moves[g]
+        moves[g, m] = a
+        move_seats[g, m] = seat
+        num_moves[g] = m + 1
+        domino = False
+        club_tile = False
+        if a == pass_action:
+            # RULES.md: must play. A pass proves the seat holds neither end's suit.
+            voids[g, seat] |= (1 << end_l) | (1 << end_r)
+            passes[g] += 1
+            if passes[g] < num_players:
+                current[g] = (seat + 1) % num_players
+                continue
+        else:
+            i = a >> 1
+            x, y = low[i], high[i]
+            if end_l < 0:
+                left[g], right[g] = x, y
+                opening[g] = i
+                fitted_both = False
+            else:
+                fitted_both = (x == end_l or y == end_l) and (x == end_r or y == end_r)
+                if a & 1:
+                    right[g] = x + y - end_r  # the end showing v turns to the tile's other half
+                else:
+                    left[g] = x + y - end_l
+            owner[g, i] = PLAYED
+            counts[g, seat] -= 1
+            passes[g] = 0
+            if counts[g, seat] > 0:
+                current[g] = (seat + 1) % num_players
+                continue
+            domino = True
+            club_tile = x == y or fitted_both
+        hand_pips = out_hand_pips[ended]
+        side_pips = out_side_pips[ended]
+        for t in range(num_tiles):
+            if owner[g, t] >= 0:
+                hand_pips[owner[g, t]] += pips[t]
+        for s in range(num_players):
+            side_pips[side_of[s]] += hand_pips[s]
+        total = side_pips.sum()
+        doubled = False
+        if domino:
+            winner = seat
+            side = side_of[seat]
+            award = total - side_pips[side]  # all opponents' pips; a partner is no opponent
+            if club_doubling and club_tile:
+                award *= 2
+                doubled = True
+        else:
+            lowest = side_pips.min()
+            side = -1
+            ties = 0
+            for s in range(num_sides):
+                if side_pips[s] == lowest:
+                    ties += 1
+                    side = s
+            if ties > 1:  # a tie for lowest scores nobody
+                side, winner, award = -1, -1, 0
+            else:
+                others = total - lowest
+                award = others - lowest if subtract_own else others
+                winner = side
+                if partnership:  # the lighter partner; on a tie, the first from the leader
+                    a_pips, b_pips = hand_pips[side], hand_pips[side + 2]
+                    if b_pips < a_pips or (
+                        b_pips == a_pips and (side + 2 - leader[g]) % num_players < (side - leader[g]) % num_players
+                    ):
+                        winner = side + 2
+        # The match: the award, then the target (reaching it wins; a tie for the highest draws).
+        if side >= 0:
+            scores[g, side] += award
+        best = scores[g].max()
+        leaders = 0
+        best_side = -1
+        for s in range(num_sides):
+            if scores[g, s] == best:
+                leaders += 1
+                best_side = s
+        if round_episode:
+            over_now, episode_winner = True, side
+        else:
+            over_now = best >= target
+            episode_winner = best_side if over_now and leaders == 1 else -1
+        over[g] = True
+        episode_over[g] = over_now
+        last_winner[g] = winner
+        out_games[ended] = g
+        out_end[ended] = DOMINO if domino else BLOCKED
+        out_winner[ended] = winner
+        out_side[ended] = side
+        out_award[ended] = award
+        out_doubled[ended] = doubled
+        out_episode_over[ended] = over_now
+        out_episode_winner[ended] = episode_winner
+        ended += 1
+    return ended
+
+
+@njit(cache=True)
+def _playout_kernel(
+    games, masks, weights, epsilon, rng_states, state, low, high, actions
+):  # pragma: no cover - compiled
+    """The playout policy's move in each game: the only legal one; a random one with
+    probability epsilon (splitmix64, a stream per game); else the best on ``weights``."""
+    (
+        owner,
+        left,
+        right,
+        current,
+        leader,
+        counts,
+        voids,
+        passes,
+        opening,
+        moves,
+        move_seats,
+        num_moves,
+        scores,
+        over,
+        episode_over,
+        last_winner,
+        forced,
+    ) = state
+    num_tiles = owner.shape[1]
+    num_actions = masks.shape[1]
+    for j in range(len(games)):
+        g = games[j]
+        count = 0
+        for b in range(num_actions):
+            count += masks[j, b]
+        if count == 1:
+            actions[j] = np.argmax(masks[j])
+            continue
+        u, rng_states[j] = _next_random(rng_states[j])
+        if u < epsilon:
+            u, rng_states[j] = _next_random(rng_states[j])
+            pick = int(u * count)
+            for b in range(num_actions):
+                if masks[j, b]:
+                    if pick == 0:
+                        actions[j] = b
+                        break
+                    pick -= 1
+            continue
+        seat = current[g]  # heavy tiles, doubles, and keeping tiles of mine for the new ends
+        best = -1e18
+        for b in range(num_actions - 1):
+            if not masks[j, b]:
+                continue
+            i = b >> 1
+            x, y = low[i], high[i]
+            if left[g] < 0:
+                new_l, new_r = x, y
+            elif b & 1:
+                new_l, new_r = left[g], x + y - right[g]
+            else:
+                new_l, new_r = x + y - left[g], right[g]
+            mine = 0
+            for t in range(num_tiles):
+                if t != i and owner[g, t] == seat:
+                    if low[t] == new_l or high[t] == new_l or low[t] == new_r or high[t] == new_r:
+                        mine += 1
+            score = weights[0] * (x + y) + weights[1] * (x == y) + weights[2] * mine
+            if score > best:
+                best = score
+                actions[j] = b
+
+
+@njit(cache=True)
+def _next_random(rng_state):  # pragma: no cover - compiled
+    """splitmix64: a uniform float in [0, 1) and the next state."""
+    rng_state = rng_state + np.uint64(0x9E3779B97F4A7C15)
+    z = rng_state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0), rng_state
+
+
+@njit(cache=True)
+def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, streams, hands):  # pragma: no cover
+    size = len(unseen)
+    pool = np.empty(size, dtype=np.int64)
+    taken = np.empty(size, dtype=np.bool_)
+    for w in range(hands.shape[0]):
+        state = streams[w]
+        for attempt in range(attempts):
+            pool[:] = unseen
+            for i in range(size - 1, 0, -1):  # Fisher-Yates
+                u, state = _next_random(state)
+                j = int(u * (i + 1))
+                pool[i], pool[j] = pool[j], pool[i]
+            taken[:] = False
+            hands[w, 1:, :] = False
+            ok = True
+            for r in order:
+                void = voids[r] if attempt < attempts - 1 else 0  # the last resort ignores voids
+                got = 0
+                for p in range(size):
+                    if got == need[r]:
+                        break
+                    if not taken[p] and (tile_suits[pool[p]] & void) == 0:
+                        taken[p] = True
+                        hands[w, r, pool[p]] = True
+                        got += 1
+                if got < need[r]:
+                    ok = False
+                    break
+            if ok:
+                break
+        streams[w] = state

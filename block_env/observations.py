@@ -387,6 +387,8 @@ class BatchEncoder:
     def __call__(self, games: BatchedGames, g: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """(len(g), size) float32: game ``g[j]`` as seat ``seats[j]`` observes it."""
         out = np.zeros((len(g), self.layout.size), dtype=np.float32)
+        if not len(g):
+            return out
         for sl, write, piece in self._writers:
             write(self, games, g, seats, out[:, sl], piece)
         return out

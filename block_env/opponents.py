@@ -30,9 +30,13 @@ class Opponent(Protocol):
 
 @runtime_checkable
 class BatchOpponent(Opponent, Protocol):
-    """An opponent that also acts for many games in one call (the vector env batches it)."""
+    """An opponent that also acts for many games in one call (the vector env batches it).
 
-    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    An opponent whose ``observes`` attribute is False chooses from the masks alone and is
+    given ``observations=None`` (the env then skips encoding them).
+    """
+
+    def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
         """(k,) legal actions for k observations (k, size) with their bool masks (k, 2T+1)."""
         ...
 

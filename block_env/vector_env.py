@@ -33,6 +33,19 @@ from block_env.seeding import SEED_BOUND
 MAX_REDEALS = 100
 
 
+class _Step:
+    """What one step (or reset) gathers per game while the games play on."""
+
+    def __init__(self, num_envs: int, size: int) -> None:
+        self.rewards = np.zeros(num_envs, dtype=np.float64)
+        self.terminated = np.zeros(num_envs, dtype=bool)
+        self.episode_done = np.zeros(num_envs, dtype=bool)  # ended, not yet restarted
+        self.fresh = np.zeros(num_envs, dtype=bool)  # a new episode before the learner's first decision
+        self.redeals = np.zeros(num_envs, dtype=np.int64)
+        self.final_obs = np.zeros((num_envs, size), dtype=np.float32)
+        self.final_seats = np.zeros(num_envs, dtype=np.int64)
+
+
 class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` games of Block, each from one learning seat against opponents.
 
@@ -122,12 +135,18 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     # -- opponents ----------------------------------------------------------------------------
 
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
-        """Replace the opponent pool (takes effect as each game's next episode starts)."""
-        self.opponents = resolve_opponents(opponents, self.opponent_factory)
+        """Replace the opponent pool. Games mid-episode keep each seat's pool index (modulo
+        the new pool's size); every new episode draws its opponents from the new pool."""
+        pool = resolve_opponents(opponents, self.opponent_factory)
+        if hasattr(self, "seat_opponents"):
+            self.seat_opponents %= len(pool)
+        self.opponents = pool
+        self._batched = [isinstance(o, BatchOpponent) for o in pool]
+        self._observes = [not batched or getattr(o, "observes", True) for o, batched in zip(pool, self._batched)]
 
     def batched_opponents(self) -> list[bool]:
         """Which pool entries act in batch (``act_batch``); the others act game by game."""
-        return [isinstance(o, BatchOpponent) for o in self.opponents]
+        return list(self._batched)
 
     # -- Gymnasium API ------------------------------------------------------------------------
 
@@ -144,7 +163,10 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         for i, opponent in enumerate(self.opponents):
             opponent.reset(seed=int(self.np_random.integers(SEED_BOUND)) + i)
         everyone = self.games.all_games
-        self._new_episodes(everyone)
+        step = _Step(self.num_envs, self._encode.layout.size)
+        self._draw_seats(everyone)
+        step.fresh[:] = True
+        self._play_until_learner(everyone, step)
         self._masks = self.games.legal_mask()
         return self._observe(everyone), self._info()
 
@@ -153,8 +175,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
         n = self.num_envs
-        rewards = np.zeros(n, dtype=np.float64)
-        terminated = np.zeros(n, dtype=bool)
+        step = _Step(n, self._encode.layout.size)
         legal = self._masks[np.arange(n), actions]
         illegal = np.flatnonzero(~legal)
         if len(illegal):
@@ -164,31 +185,29 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
                     f"game {game}: action {int(actions[game])} is not legal for the learner (seat "
                     f"{int(self.seats[game])}); legal actions: {self.games.describe_legal(game)}"
                 )
-            rewards[illegal] = -1.0  # -reward_scale once scaled below
-            terminated[illegal] = True
+            step.rewards[illegal] = -1.0  # -reward_scale once scaled below
+            step.episode_done[illegal] = True
         playing = np.flatnonzero(legal)
-        self._collect(self.games.step(actions[playing], playing, check=False), rewards, terminated)
-        self._play_until_learner(playing[~terminated[playing]], rewards, terminated)
+        self._collect(self.games.step(actions[playing], playing, check=False), step)
+        self._play_until_learner(self.games.all_games, step)
 
         infos = self._info()
-        done = np.flatnonzero(terminated)
-        if len(done):
-            final_obs = self._observe(done)
+        terminated = step.terminated
+        if terminated.any():
             infos["final_obs"] = np.empty(n, dtype=object)
-            for j, game in enumerate(done):
-                infos["final_obs"][game] = final_obs[j]
+            for game in np.flatnonzero(terminated):
+                infos["final_obs"][game] = step.final_obs[game]
             infos["_final_obs"] = terminated.copy()
-            final_info: dict[str, Any] = {"learner_seat": self.seats.copy(), "_learner_seat": terminated.copy()}
+            final_info: dict[str, Any] = {"learner_seat": step.final_seats, "_learner_seat": terminated.copy()}
             if len(illegal):
                 final_info["illegal_action"] = ~legal
                 final_info["_illegal_action"] = terminated.copy()
             infos["final_info"] = final_info
             infos["_final_info"] = terminated.copy()
-            self._autoreset(done)
-            infos["learner_seat"] = self.seats.copy()
         self._masks = self.games.legal_mask()
         obs = self._observe(self.games.all_games)
-        return obs, (rewards * self.reward_scale).astype(np.float32), terminated, np.zeros(n, dtype=bool), infos
+        rewards = (step.rewards * self.reward_scale).astype(np.float32)
+        return obs, rewards, terminated, np.zeros(n, dtype=bool), infos
 
     def action_masks(self) -> np.ndarray:
         """(N, 2T+1) bool: each learner's legal actions."""
@@ -217,21 +236,6 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             )
         return array.astype(np.int64)
 
-    def _new_episodes(self, games: np.ndarray) -> None:
-        """Draw seats and opponents for games whose episode just started, and play to each
-        learner's first decision; an episode over before it is dealt again."""
-        rewards = np.zeros(self.num_envs)
-        terminated = np.zeros(self.num_envs, dtype=bool)
-        for _ in range(MAX_REDEALS):
-            self._draw_seats(games)
-            self._play_until_learner(games, rewards, terminated)
-            games = games[terminated[games]]
-            if not len(games):
-                return
-            terminated[games] = False
-            self.games.advance(games)
-        raise RuntimeError(f"games {games.tolist()} ended before the learner's first decision {MAX_REDEALS} times")
-
     def _draw_seats(self, games: np.ndarray) -> None:
         k, n = len(games), self.rules.num_players
         if self.learner_seat is None:
@@ -240,16 +244,16 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             self.seats[games] = self.learner_seat
         self.seat_opponents[games] = self.np_random.integers(len(self.opponents), size=(k, n))
 
-    def _autoreset(self, games: np.ndarray) -> None:
-        self.games.reset(games=games)  # ended episodes, and games ended by an illegal action
-        self._new_episodes(games)
-
-    def _play_until_learner(self, games: np.ndarray, rewards: np.ndarray, terminated: np.ndarray) -> None:
+    def _play_until_learner(self, games: np.ndarray, step: _Step) -> None:
         """Play the opponents' moves (and the learner's forced ones) in ``games`` until each
-        learner has a real decision or its episode ends; add up the learner's rewards."""
+        learner has a real decision; an episode that ends on the way is kept (its final
+        observation) and a new one starts in the same game (SAME_STEP autoreset)."""
         engine = self.games
         pending = games
         while len(pending):
+            done = pending[step.episode_done[pending]]
+            if len(done):
+                self._restart(done, step)
             next_round = pending[engine.over[pending]]
             if len(next_round):
                 engine.advance(next_round)  # match episodes: the next round of the match
@@ -257,14 +261,30 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             learner_turn = engine.current[pending] == self.seats[pending]
             forced = learner_turn & (masks.sum(axis=1) == 1) & self.skip_forced
             acting = ~learner_turn | forced
+            step.fresh[pending[~acting]] = False  # a real decision: the new episode counts
             pending, masks = pending[acting], masks[acting]
             if not len(pending):
                 return
             actions = masks.argmax(axis=1)  # a forced move: the only legal action
             by_opponent = ~forced[acting]
             self._opponent_actions(pending[by_opponent], masks[by_opponent], actions, np.flatnonzero(by_opponent))
-            self._collect(engine.step(actions, pending, check=False), rewards, terminated)
-            pending = pending[~terminated[pending]]
+            self._collect(engine.step(actions, pending, check=False), step)
+
+    def _restart(self, games: np.ndarray, step: _Step) -> None:
+        """Keep the final observation of episodes that ended, then deal each game a new one.
+        An episode over before the learner's first decision (every move forced) is dealt
+        again unseen, as the single env's reset does."""
+        counted = games[~step.fresh[games]]
+        step.final_obs[counted] = self._observe(counted)
+        step.final_seats[counted] = self.seats[counted]
+        step.terminated[counted] = True
+        step.redeals[games[step.fresh[games]]] += 1
+        if (step.redeals > MAX_REDEALS).any():
+            raise RuntimeError(f"games ended before the learner's first decision {MAX_REDEALS} times in a row")
+        self.games.reset(games=games)
+        self._draw_seats(games)
+        step.episode_done[games] = False
+        step.fresh[games] = True
 
     def _opponent_actions(self, games: np.ndarray, masks: np.ndarray, out: np.ndarray, rows: np.ndarray) -> None:
         """Each game's opponent to move chooses; one batched call per batched opponent."""
@@ -273,8 +293,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         for index in np.unique(choice):
             mine = np.flatnonzero(choice == index)
             opponent = self.opponents[index]
-            obs = self._encode(self.games, games[mine], seats[mine])
-            if isinstance(opponent, BatchOpponent):
+            batched, observes = self._batched[index], self._observes[index]
+            obs = self._encode(self.games, games[mine], seats[mine]) if observes else None
+            if batched:
                 actions = np.asarray(opponent.act_batch(obs, masks[mine]), dtype=np.int64)
             else:
                 actions = np.array(
@@ -291,14 +312,15 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
                 raise RuntimeError(f"opponent {opponent!r} chose an illegal action in game {game}")
             out[rows[mine]] = actions
 
-    def _collect(self, results: BatchResults, rewards: np.ndarray, terminated: np.ndarray) -> None:
-        """Add each finished round's value for the learner's side; mark ended episodes."""
+    def _collect(self, results: BatchResults, step: _Step) -> None:
+        """Add each finished round's value for the learner's side (not in a new episode the
+        learner has not yet seen); mark ended episodes."""
         if not len(results.games):
             return
         g = results.games
-        values = results.side_values(self.reward_mode)
-        rewards[g] += values[np.arange(len(g)), self._side_of[self.seats[g]]]
-        terminated[g] |= results.episode_over
+        values = results.side_values(self.reward_mode)[np.arange(len(g)), self._side_of[self.seats[g]]]
+        step.rewards[g] += np.where(step.fresh[g], 0.0, values)
+        step.episode_done[g] |= results.episode_over
 
     def _observe(self, games: np.ndarray) -> np.ndarray:
         return self._encode(self.games, games, self.seats[games])

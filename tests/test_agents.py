@@ -15,7 +15,7 @@ from block_env.agents.scripted import StrategyWeights
 from block_env.engine import PublicView
 from block_env.observations import read_public_view
 
-SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4"]
+SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4", "search:worlds=4,engine=scalar"]
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -26,7 +26,7 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
     for game in range(2):
         env.reset(seed=game)
         agents = [
-            make_agent(SCRIPTED[(s + game) % 4], rules, seed=s, observation=observation)
+            make_agent(SCRIPTED[(s + game) % len(SCRIPTED)], rules, seed=s, observation=observation)
             for s in range(rules.num_players)
         ]
         steps = 0
@@ -211,3 +211,29 @@ def test_human_agent_passes_when_forced_without_asking():
     play(env, [((1, 4), L)])
     human = HumanAgent(rules, read=lambda prompt: pytest.fail("asked"), write=lambda s: None)
     assert human.act(env.observe("player_1")) == rules.tile_set.pass_action
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_4p", "double_nine_4p"])
+def test_batched_baselines_choose_as_they_do_one_by_one(preset):
+    """greedy's act_batch is its act; random's act_batch plays legal moves, all of them."""
+    rules = Rules.preset(preset)
+    env = raw_env(rules)
+    observations, masks = [], []
+    for game in range(40):
+        env.reset(seed=game)
+        rng = np.random.default_rng(game)
+        for _ in range(int(rng.integers(0, 6))):
+            if all(env.terminations.values()):
+                break
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+        if not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            observations.append(obs)
+            masks.append(obs["action_mask"].astype(bool))
+    greedy = make_agent("greedy", rules)
+    assert greedy.act_batch(None, np.array(masks)).tolist() == [greedy.act(o) for o in observations]
+    random_agent = make_agent("random", rules, seed=1)
+    chosen = np.stack([random_agent.act_batch(None, np.array(masks)) for _ in range(30)])
+    assert all(m[a] for row in chosen for m, a in zip(masks, row))
+    for j, mask in enumerate(masks):
+        assert set(chosen[:, j].tolist()) == set(np.flatnonzero(mask).tolist()) or mask.sum() > 4

@@ -211,3 +211,29 @@ def test_policy_agent_chooses_as_sb3_masked_predict(tiny_run):
             checked += 1
             env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
     assert checked > 100
+
+
+def test_the_single_env_vectorisation_still_trains(tmp_path):
+    import yaml
+
+    from block_env.training.train import train
+
+    values = yaml.safe_load(TINY.read_text()) | {"vec_env": "dummy", "total_timesteps": 256}
+    values["pretrain"]["teacher"] = None
+    summary = train(config_from_dict(values), tmp_path / "dummy", progress=False)
+    assert summary["timesteps"] == 256
+
+
+def test_policy_agent_acts_in_batch_as_one_by_one(tiny_run):
+    rules = Rules()
+    agent = make_agent(f"policy:{tiny_run / 'final'}", rules)
+    env = raw_env(rules)
+    observations, masks = [], []
+    for game in range(30):
+        env.reset(seed=game)
+        obs = env.observe(env.agent_selection)
+        observations.append(obs["observation"])
+        masks.append(obs["action_mask"].astype(bool))
+    batch = agent.act_batch(np.array(observations), np.array(masks))
+    singles = [agent.act({"observation": o, "action_mask": m.astype(np.int8)}) for o, m in zip(observations, masks)]
+    assert batch.tolist() == singles

@@ -20,7 +20,7 @@ from block_env.rules import Rules, check_choice, resolve_rules
 #: Activation functions of the policy and value networks, by config name.
 ACTIVATIONS = ("tanh", "relu")
 #: How the training envs are vectorised.
-VEC_ENVS = ("subproc", "dummy")
+VEC_ENVS = ("batched", "subproc", "dummy")
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,9 @@ class TrainConfig:
     """Learner environment steps to train for."""
     n_envs: int = 4
     """Parallel environments."""
-    vec_env: str = "subproc"
-    """"subproc" (one process per env) or "dummy" (all in this process)."""
+    vec_env: str = "batched"
+    """"batched" (every env on the batched engine in this process), "subproc" (one process
+    per single env) or "dummy" (single envs one after another in this process)."""
     seed: int = 0
     """Seeds the model, the envs and the evaluations."""
     checkpoint_every: int = 50_000

@@ -22,7 +22,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
-from block_env.agents import make_agent, make_env
+from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.arena import ArenaConfig, run_arena, summarize
 from block_env.agents.policy import save_agent
 from block_env.gym_env import BlockDominoesEnv
@@ -70,23 +70,32 @@ class RunPaths:
 
 
 def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
+    """The training envs, with VecMonitor: "batched" (default) is every game on the batched
+    engine in this process (block_env.sb3_vec_env.BlockDominoesVecEnv); "subproc" and "dummy"
+    are SB3's vectorisations of single envs."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
     rules = config.resolved_rules()
+    options = {
+        "opponents": opponents,
+        "episode": config.episode,
+        "reward": config.reward,
+        "observation": config.observation,
+        "reward_scale": config.reward_scale,
+    }
+    if config.vec_env == "batched":
+        from block_env.sb3_vec_env import BlockDominoesVecEnv
+
+        vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, **options))
+        vec.seed(derive_seed(config.seed, "env"))
+        return VecMonitor(vec)
 
     def factory(rank: int) -> Callable[[], BlockDominoesEnv]:
         def build() -> BlockDominoesEnv:
             import torch
 
             torch.set_num_threads(1)  # several env processes share 2 cores; snapshots act one obs at a time
-            env = make_env(
-                rules,
-                opponents=opponents,
-                episode=config.episode,
-                reward=config.reward,
-                observation=config.observation,
-                reward_scale=config.reward_scale,
-            )
+            env = make_env(rules, **options)
             env.reset(seed=derive_seed(config.seed, "env", rank))
             return env
 
