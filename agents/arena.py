@@ -130,27 +130,87 @@ def _play_deal_task(args: tuple[ArenaConfig, int, int]) -> list[dict[str, Any]]:
     return play_deal(*args, agents=_WORKER_AGENTS)
 
 
-def run_arena(config: ArenaConfig, progress: bool = True) -> list[dict[str, Any]]:
-    """Play every deal (in parallel when ``config.workers > 1``), with a progress bar."""
-    tasks = [(config, d, s) for d, s in enumerate(deal_seeds(config.seed, config.deals))]
-    results: list[list[dict[str, Any]]] = [[] for _ in tasks]
-    bar = _progress_bar(progress, len(tasks), f"arena: {len(config.agents)} agents, {config.deals} deals")
+#: The file in an arena's output folder that holds every finished deal's records, one JSON
+#: line per deal, after a first line with the run's config: what --resume continues from.
+RECORDS_FILE = "records.jsonl"
+
+
+def run_arena(
+    config: ArenaConfig, progress: bool = True, records_path: str | Path | None = None, resume: bool = False
+) -> list[dict[str, Any]]:
+    """Play every deal (in parallel when ``config.workers > 1``), with a progress bar.
+
+    With ``records_path`` each finished deal's records are appended to that JSON-lines file
+    as it finishes (nothing is lost to an interruption); ``resume`` reads the deals already
+    there (the file's config must be this one) and plays only the others, so the result is
+    exactly that of an uninterrupted run.
+    """
+    seeds = deal_seeds(config.seed, config.deals)
+    done: dict[int, list[dict[str, Any]]] = {}
+    if records_path is not None:
+        done = _open_records(Path(records_path), config, resume)
+    tasks = [(config, d, s) for d, s in enumerate(seeds) if d not in done]
+    bar = _progress_bar(progress, config.deals, f"arena: {len(config.agents)} agents, {config.deals} deals")
     with bar as update:
-        if config.workers == 1:
-            agents: dict[str, Agent] = {}
-            for i, task in enumerate(tasks):
-                results[i] = play_deal(*task, agents=agents)
-                update()
-        else:
-            # spawn, not fork: the parent may hold torch threads (training), which fork can deadlock.
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
-                for i, records in enumerate(
-                    pool.map(_play_deal_task, tasks, chunksize=max(1, len(tasks) // (20 * config.workers)))
-                ):
-                    results[i] = records
-                    update()
-    return [r for records in results for r in records]
+        for _ in done:
+            update()
+        for deal, records in _play(config, tasks):
+            done[deal] = records
+            if records_path is not None:
+                with open(records_path, "a") as f:
+                    f.write(json.dumps({"deal": deal, "records": records}) + "\n")
+            update()
+    return [r for deal in sorted(done) for r in done[deal]]
+
+
+def _play(config: ArenaConfig, tasks: list[tuple[ArenaConfig, int, int]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(deal, records) for each task as it finishes, in order."""
+    if config.workers == 1:
+        agents: dict[str, Agent] = {}
+        for task in tasks:
+            yield task[1], play_deal(*task, agents=agents)
+        return
+    # spawn, not fork: the parent may hold torch threads (training), which fork can deadlock.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+        chunk = max(1, len(tasks) // (20 * config.workers))
+        yield from zip((t[1] for t in tasks), pool.map(_play_deal_task, tasks, chunksize=chunk))
+
+
+def _config_key(config: ArenaConfig) -> dict[str, Any]:
+    """What must match for records to be resumed: everything but the worker count."""
+    return {**asdict(config), "rules": asdict(config.rules), "agents": list(config.agents), "workers": None}
+
+
+def _open_records(path: Path, config: ArenaConfig, resume: bool) -> dict[int, list[dict[str, Any]]]:
+    """The deals already recorded in ``path`` (resume), or a fresh file with the config line."""
+    if not resume or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"config": _config_key(config)}) + "\n")
+        return {}
+    lines = path.read_text().splitlines()
+    try:
+        header = json.loads(lines[0])["config"] if lines else None
+    except (json.JSONDecodeError, KeyError, TypeError):
+        header = None
+    if header != json.loads(json.dumps(_config_key(config))):
+        raise ValueError(
+            f"{path} was written by another arena run (agents, rules, deals or seed differ): cannot resume it"
+        )
+    done: dict[int, list[dict[str, Any]]] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            entry = json.loads(line)
+            done[int(entry["deal"])] = entry["records"]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            if number == len(lines):
+                break  # a last line cut short by the interruption: that deal is played again
+            raise ValueError(f"{path}: line {number} is not a deal's records") from None
+    # Rewrite without a cut-short last line, so appends continue a clean file.
+    path.write_text(
+        "\n".join([lines[0], *(json.dumps({"deal": d, "records": r}) for d, r in sorted(done.items()))]) + "\n"
+    )
+    return done
 
 
 @contextmanager

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.observations import layout_for
+from block_env.options import ENCODINGS
 from block_env.rules import Rules
 
 AGENT_JSON = "agent.json"
@@ -21,13 +23,18 @@ POLICY_WEIGHTS = "policy.pth"
 FORMAT_VERSION = 1
 
 
+def activation_class(name: str) -> Any:
+    """The torch module class of an activation named in ACTIVATIONS."""
+    import torch
+
+    return {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[name]
+
+
 def build_policy(metadata: dict[str, Any]) -> Any:
     """An untrained MaskableActorCriticPolicy shaped as ``metadata`` describes."""
-    import torch
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    activations = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
     obs_space = spaces.Box(0.0, np.inf, shape=(metadata["observation_size"],), dtype=np.float32)
     action_space = spaces.Discrete(metadata["num_actions"])
     return MaskableActorCriticPolicy(
@@ -35,7 +42,7 @@ def build_policy(metadata: dict[str, Any]) -> Any:
         action_space,
         lr_schedule=lambda _: 0.0,
         net_arch=dict(metadata["net_arch"]),
-        activation_fn=activations[metadata["activation"]],
+        activation_fn=activation_class(metadata["activation"]),
     )
 
 
@@ -61,15 +68,80 @@ def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, ne
     return folder
 
 
+#: The networks' activation functions, by the name agent.json and the configs give them.
+ACTIVATIONS = ("tanh", "relu")
+
+
 def load_agent_metadata(path: str | Path) -> dict[str, Any]:
+    """Read and check an agent folder's agent.json against its schema: every key with its
+    type, the rules it claims, an encoding whose size fits those rules, and a known
+    activation. ValueError names the file, the key and what is allowed."""
     folder = Path(path)
     meta_path = folder / AGENT_JSON
     if not meta_path.is_file():
         raise FileNotFoundError(f"{folder} is not an agent folder: {AGENT_JSON} is missing")
-    metadata = json.loads(meta_path.read_text())
+    try:
+        metadata = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{meta_path} is not valid JSON: {e}") from None
+
+    def bad(key: str, allowed: str) -> ValueError:
+        got = metadata.get(key, "nothing") if isinstance(metadata, dict) else metadata
+        return ValueError(f"{meta_path}: {key} must be {allowed}, got {got!r}")
+
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{meta_path} must hold a JSON object (agent.json's keys), got {type(metadata).__name__}")
     if metadata.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{meta_path}: unsupported agent format {metadata.get('format')!r}")
+        raise bad("format", str(FORMAT_VERSION))
+    if not isinstance(metadata.get("rules"), dict):
+        raise bad("rules", "an object of block_env.Rules fields")
+    try:
+        rules = Rules.from_dict(metadata["rules"])
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{meta_path}: rules: {e}") from None
+    if metadata.get("observation") not in ENCODINGS:
+        raise bad("observation", f"one of {ENCODINGS}")
+    size = layout_for(rules, metadata["observation"]).size
+    if metadata.get("observation_size") != size or isinstance(metadata.get("observation_size"), bool):
+        raise bad("observation_size", f"{size} (the {metadata['observation']!r} encoding's size for these rules)")
+    if metadata.get("num_actions") != rules.tile_set.num_actions:
+        raise bad("num_actions", f"{rules.tile_set.num_actions} (2T+1 for these rules)")
+    arch = metadata.get("net_arch")
+    if (
+        not isinstance(arch, dict)
+        or set(arch) != {"pi", "vf"}
+        or not all(isinstance(v, list) and v and all(type(h) is int and h > 0 for h in v) for v in arch.values())
+    ):
+        raise bad("net_arch", 'an object {"pi": [sizes], "vf": [sizes]} of positive ints')
+    if metadata.get("activation") not in ACTIVATIONS:
+        raise bad("activation", f"one of {ACTIVATIONS}")
     return metadata
+
+
+def load_policy_weights(path: str | Path, policy: Any) -> None:
+    """Load policy.pth into ``policy`` weights-only (no pickled code runs); ValueError when
+    the file is not plain tensors or its tensors do not fit the network agent.json describes."""
+    import pickle
+
+    import torch
+
+    weights = Path(path) / POLICY_WEIGHTS
+    if not weights.is_file():
+        raise FileNotFoundError(f"{Path(path)} is not an agent folder: {POLICY_WEIGHTS} is missing")
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{weights}: refused, not a weights-only tensor file ({first})") from None
+    expected = policy.state_dict()
+    if not isinstance(state, dict) or set(state) != set(expected):
+        missing = sorted(set(expected) - set(state)) if isinstance(state, dict) else list(expected)
+        raise ValueError(f"{weights} does not hold this network's tensors (missing: {missing[:3]})")
+    for key, tensor in expected.items():
+        if not isinstance(state[key], torch.Tensor) or state[key].shape != tensor.shape:
+            got = tuple(state[key].shape) if isinstance(state[key], torch.Tensor) else type(state[key]).__name__
+            raise ValueError(f"{weights}: {key} has shape {got}, agent.json's network needs {tuple(tensor.shape)}")
+    policy.load_state_dict(state)
 
 
 class PolicyAgent(Agent):
@@ -98,8 +170,7 @@ class PolicyAgent(Agent):
                 f"it cannot play {rules} with {observation!r}"
             )
         self.policy = build_policy(metadata)
-        state = torch.load(Path(path) / POLICY_WEIGHTS, map_location="cpu", weights_only=True)
-        self.policy.load_state_dict(state)
+        load_policy_weights(path, self.policy)
         self.policy.set_training_mode(False)
         self.deterministic = deterministic
         self.name = f"policy:{Path(path).name}"

@@ -29,6 +29,16 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _seed_arg(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {number}")
+    return number
+
+
 def cmd_encodings(args: argparse.Namespace) -> int:
     from block_env.observations import markdown_tables
 
@@ -43,7 +53,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from block_env.agents.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.agents import make_agent
+    from block_env.agents.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
 
     config = ArenaConfig(
         agents=tuple(args.agents),
@@ -53,11 +64,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         workers=args.workers,
     )
-    report = summarize(config, run_arena(config, progress=not args.quiet))
-    paths = write_outputs(report, args.out)
+    for spec in config.agents:  # every agent built once: a bad folder or option fails now
+        make_agent(spec, config.rules)
+    out = _output_folder(args.out)
+    records = out / RECORDS_FILE
+    if records.exists() and not args.resume:
+        raise ValueError(f"{records} exists: pass --resume to continue that run, or choose another --out")
+    try:
+        played = run_arena(config, progress=not args.quiet, records_path=records, resume=args.resume)
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished deals are in {records}; continue with the same command and --resume")
+        return 130
+    report = summarize(config, played)
+    paths = write_outputs(report, out)
     print(markdown(report))
-    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    print("wrote " + ", ".join(str(p) for p in [*paths.values(), records]))
     return 0
+
+
+def _output_folder(value: str) -> Path:
+    """An output folder that exists or can be made (checked before any work starts)."""
+    folder = Path(value)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {value} is an existing file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {value} cannot be made: {e.strerror}") from None
+    return folder
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -80,31 +114,36 @@ def cmd_train(args: argparse.Namespace) -> int:
     from block_env.training.train import train
 
     config = load_config(args.config, _train_overrides(args))
-    summary = train(config, args.out, resume=args.resume, progress=not args.quiet)
+    summary = train(config, _output_folder(args.out), resume=args.resume, progress=not args.quiet)
     print(json.dumps(summary, indent=2))
-    return 0
+    return 130 if summary.get("interrupted") else 0
 
 
 def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
-    from block_env.agents.arena import ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.agents.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
     from block_env.seeding import derive_seed
     from block_env.training.config import load_config
-    from block_env.training.train import BEST, train
+    from block_env.training.train import BEST, STEP_0, train
 
     config = load_config(args.config, _train_overrides(args))
-    summary = train(config, args.out, progress=not args.quiet)
+    out = _output_folder(args.out)
+    summary = train(config, out, progress=not args.quiet)
+    if summary.get("interrupted"):
+        print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume CHECKPOINT")
+        return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
+    # The trained agent against its own step-0 policy (the warm start: PPO's own gain) and the baselines.
     arena = ArenaConfig(
-        agents=(f"policy:{Path(args.out) / BEST}", *config.eval.opponents),
+        agents=(f"policy:{out / BEST}", f"policy:{out / STEP_0}", *config.eval.opponents),
         rules=config.resolved_rules(),
         episode=config.episode,
         deals=config.eval.final_deals,
         seed=derive_seed(config.seed, "final_arena"),  # deals the training-time evaluations never saw
         workers=args.workers,
     )
-    report = summarize(arena, run_arena(arena, progress=not args.quiet))
-    paths = write_outputs(report, Path(args.out) / "arena")
+    report = summarize(arena, run_arena(arena, progress=not args.quiet, records_path=out / "arena" / RECORDS_FILE))
+    paths = write_outputs(report, out / "arena")
     print(markdown(report))
     print("wrote " + ", ".join(str(p) for p in paths.values()) + f", {summary['learning_curve']}")
     return 0
@@ -128,10 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
     p.add_argument("--episode", choices=EPISODES, default="round")
     p.add_argument("--deals", type=_positive_int, default=200, help="duplicate deals (default 200)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed_arg, default=0)
     p.add_argument("--workers", type=_positive_int, default=default_workers(), help="processes (default: all cores)")
     p.add_argument("--out", default="results/arena", help="folder for summary.md/.csv, report.json, chart.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--resume", action="store_true", help="continue an interrupted run from --out's records.jsonl (same arguments)"
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("play", help="play against agents in the terminal")
@@ -139,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 leads by lot like any other)")
     p.add_argument("--episode", choices=EPISODES, default="match")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=_seed_arg, default=None)
     p.set_defaults(func=cmd_play)
 
     for name, func, text in [
@@ -150,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", default="configs/default.yaml", help="YAML training config")
         p.add_argument("--out", default="runs/default", help="run folder (agents, checkpoints, logs, curves)")
         p.add_argument("--total-timesteps", type=_positive_int, default=None, help="override total_timesteps")
-        p.add_argument("--seed", type=int, default=None, help="override the config's seed")
+        p.add_argument("--seed", type=_seed_arg, default=None, help="override the config's seed")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         if name == "train":
             p.add_argument("--resume", default=None, help="checkpoint .zip to continue from")
@@ -165,8 +207,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
-        parser.exit(2, f"block-dominoes {args.command}: error: {e}\n")
+    except (ValueError, OSError) as e:  # a user error: one line, no traceback
+        message = " ".join(str(e).split())
+        parser.exit(2, f"block-dominoes {args.command}: error: {message}\n")
+    except EOFError:
+        parser.exit(2, f"block-dominoes {args.command}: error: the input ended\n")
 
 
 if __name__ == "__main__":

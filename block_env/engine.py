@@ -12,6 +12,7 @@ before changing anything, so a refused action leaves the state exactly as it was
 
 from __future__ import annotations
 
+import numbers
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -374,11 +375,19 @@ class Round:
     def step(self, action: int) -> RoundResult | None:
         """Play ``action`` for the seat to move; the round's result if it just ended.
 
-        ValueError (naming the legal actions) if the action is not legal; then nothing
-        has changed.
+        ValueError (naming the legal actions) if the action is not legal, TypeError if it is
+        not an integer (numpy integers are); then nothing has changed.
         """
         if self.result is not None:
             raise ValueError("the round is over; no action is legal")
+        if type(action) is not int:
+            # numpy integers (what rng.choice(legal) returns) are integers; 2.0 or True are not.
+            if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+                raise TypeError(
+                    f"an action is an integer action id, got {action!r} ({type(action).__name__}); "
+                    f"legal actions: {self.describe_legal()}"
+                )
+            action = int(action)
         legal = self.legal_actions()
         if action not in legal:
             raise ValueError(

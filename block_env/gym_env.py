@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from block_env.aec import parse_reset_options, raw_env
 from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
-from block_env.options import ILLEGAL_ACTIONS
+from block_env.options import ILLEGAL_ACTIONS, check_learner_seat, check_reward_scale
 from block_env.rules import Rules, check_choice, resolve_rules
 
 #: A scripted first round can end before the learner moves; reset deals again, this often at most.
@@ -88,13 +88,10 @@ class BlockDominoesEnv(gymnasium.Env):
         self.rules = resolve_rules(rules)
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
-        n = self.rules.num_players
-        if learner_seat is not None and (
-            isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat must be None or a seat 0..{n - 1}, got {learner_seat!r}")
-        if not isinstance(reward_scale, (int, float)) or reward_scale <= 0:
-            raise ValueError(f"reward_scale must be a positive number, got {reward_scale!r}")
+        check_learner_seat(learner_seat, self.rules.num_players)
+        check_reward_scale(reward_scale)
+        if not isinstance(skip_forced, bool):
+            raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
         self.aec = raw_env(self.rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
         self.observation = observation
         self.learner_seat = learner_seat

@@ -24,7 +24,14 @@ from block_env.aec import parse_reset_options
 from block_env.batched import BatchedGames, BatchResults
 from block_env.observations import batch_encoder, layout_for
 from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, resolve_opponents
-from block_env.options import ENCODINGS, EPISODES, ILLEGAL_ACTIONS, REWARDS
+from block_env.options import (
+    ENCODINGS,
+    EPISODES,
+    ILLEGAL_ACTIONS,
+    REWARDS,
+    check_learner_seat,
+    check_reward_scale,
+)
 from block_env.rules import Rules, check_choice, resolve_rules
 from block_env.seeding import SEED_BOUND
 
@@ -97,17 +104,8 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         check_choice("observation", observation, ENCODINGS)
         check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
         n = self.rules.num_players
-        if learner_seat is not None and (
-            isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < n
-        ):
-            raise ValueError(f"learner_seat must be None or a seat 0..{n - 1}, got {learner_seat!r}")
-        if (
-            isinstance(reward_scale, bool)
-            or not isinstance(reward_scale, (int, float))
-            or not np.isfinite(reward_scale)
-            or reward_scale <= 0
-        ):
-            raise ValueError(f"reward_scale must be a positive finite number, got {reward_scale!r}")
+        check_learner_seat(learner_seat, n)
+        check_reward_scale(reward_scale)
         if not isinstance(skip_forced, bool):
             raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
         self.games = BatchedGames(self.rules, num_envs, episode=episode)

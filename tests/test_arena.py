@@ -156,7 +156,7 @@ def test_eval_command_end_to_end(tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "round win rate" in printed and "`search:worlds=2`" in printed
-    assert {p.name for p in out.iterdir()} == {"summary.md", "summary.csv", "report.json", "chart.png"}
+    assert {p.name for p in out.iterdir()} == {"summary.md", "summary.csv", "report.json", "chart.png", "records.jsonl"}
 
 
 def test_eval_command_match_mode_reports_match_win_rate(tmp_path, capsys):

@@ -7,18 +7,18 @@ or an out-of-range value is a ValueError that names the key (with its section).
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.agents import parse_spec
+from block_env.agents import make_agent, parse_spec
+from block_env.agents.policy import ACTIVATIONS
 from block_env.options import ENCODINGS, EPISODES, REWARDS
 from block_env.rules import Rules, check_choice, resolve_rules
 
-#: Activation functions of the policy and value networks, by config name.
-ACTIVATIONS = ("tanh", "relu")
 #: How the training envs are vectorised.
 VEC_ENVS = ("batched", "subproc", "dummy")
 
@@ -81,10 +81,8 @@ class OpponentsConfig:
     def validate(self) -> None:
         if not self.scripted and not self.self_play:
             raise ValueError("opponents: give at least one scripted opponent or enable self_play")
-        for spec in self.scripted:
-            name, _ = parse_spec(spec)
-            if name == "human":
-                raise ValueError("opponents.scripted cannot hold 'human': training runs unattended")
+        for i, spec in enumerate(self.scripted):
+            _unattended_spec(f"opponents.scripted[{i}]", spec)
         _positive("opponents.snapshot_every", self.snapshot_every)
         _positive("opponents.max_snapshots", self.max_snapshots)
 
@@ -107,9 +105,7 @@ class PretrainConfig:
 
     def validate(self) -> None:
         if self.teacher is not None:
-            name, _ = parse_spec(self.teacher)
-            if name == "human":
-                raise ValueError("pretrain.teacher cannot be 'human'")
+            _unattended_spec("pretrain.teacher", self.teacher)
         _positive("pretrain.decisions", self.decisions)
         _positive("pretrain.epochs", self.epochs)
         _positive("pretrain.batch_size", self.batch_size)
@@ -135,8 +131,8 @@ class EvalConfig:
         _positive("eval.final_deals", self.final_deals)
         if not self.opponents:
             raise ValueError("eval.opponents must name at least one baseline")
-        for spec in self.opponents:
-            parse_spec(spec)
+        for i, spec in enumerate(self.opponents):
+            _unattended_spec(f"eval.opponents[{i}]", spec)
 
 
 @dataclass(frozen=True)
@@ -179,6 +175,8 @@ class TrainConfig:
         check_choice("observation", self.observation, ENCODINGS)
         check_choice("vec_env", self.vec_env, VEC_ENVS)
         _positive("reward_scale", self.reward_scale)
+        if self.seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {self.seed}")
         _positive("total_timesteps", self.total_timesteps)
         _positive("n_envs", self.n_envs)
         _positive("checkpoint_every", self.checkpoint_every)
@@ -186,6 +184,18 @@ class TrainConfig:
         self.pretrain.validate()
         self.opponents.validate()
         self.eval.validate()
+        # Every agent spec built once for the rules and encoding it will play: its options
+        # (search:worlds=0) and files (policy:PATH) are checked before any work starts.
+        specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
+        specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
+        if self.pretrain.teacher is not None:
+            specs.append(("pretrain.teacher", self.pretrain.teacher))
+        rules = self.resolved_rules()
+        for name, spec in specs:
+            try:
+                make_agent(spec, rules, observation=self.observation)
+            except (ValueError, OSError) as e:
+                raise ValueError(f"{name}: {e}") from None
 
     def resolved_rules(self) -> Rules:
         if isinstance(self.rules, str):
@@ -204,14 +214,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    if not _number(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def _in_range(name: str, value: Any, low: float, high: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+    if not _number(value) or not low <= value <= high:
         raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
+
+
+def _unattended_spec(name: str, spec: str) -> None:
+    """An agent spec for a seat nobody watches: known, with valid options, and not human."""
+    agent, _ = parse_spec(spec)
+    if agent == "human":
+        raise ValueError(f"{name} cannot be 'human': training and evaluation run unattended")
 
 
 def _build(cls: type, values: Any, where: str) -> Any:
@@ -273,7 +294,10 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     import yaml
 
     text = Path(path).read_text()
-    values = yaml.safe_load(text) or {}
+    try:
+        values = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
     if overrides:
         values = {**values, **overrides}
     config = _build(TrainConfig, values, "")

@@ -24,12 +24,12 @@ from stable_baselines3.common.callbacks import BaseCallback
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.arena import ArenaConfig, run_arena, summarize
-from block_env.agents.policy import save_agent
+from block_env.agents.policy import activation_class, save_agent
 from block_env.gym_env import BlockDominoesEnv
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 
-BEST, FINAL, LATEST = "best", "final", "latest"
+BEST, FINAL, LATEST, STEP_0 = "best", "final", "latest", "step_0"
 #: Logit given to illegal actions in the imitation loss (masked out of the softmax).
 MASKED_LOGIT = -1e8
 #: Weight of the value head's loss against the policy's in the imitation warm start.
@@ -112,15 +112,9 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
 # -- saving and safe loading ------------------------------------------------------------------
 
 
-def _activation(name: str) -> Any:
-    import torch
-
-    return {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[name]
-
-
 def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     arch = list(config.ppo.net_arch)
-    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": _activation(config.ppo.activation)}
+    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation_class(config.ppo.activation)}
 
 
 def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
@@ -287,6 +281,8 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not paths.curve_csv.exists():
+        return
     rows = list(csv.DictReader(paths.curve_csv.open()))
     if not rows:
         return
@@ -463,30 +459,43 @@ def train(
             f"accuracy {pretrain_stats['accuracy']:.1%}",
             flush=True,
         )
+    if resume is None:
+        save_policy_agent(model, paths.agent(STEP_0), config)  # what PPO starts from: its gain is measured against it
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
     if remaining <= 0:
         raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
-    model.learn(
-        total_timesteps=remaining,
-        callback=CallbackList(make_callbacks(config, paths, pool)),
-        reset_num_timesteps=resume is None,
-        progress_bar=progress,
-        tb_log_name="ppo",
-    )
+    interrupted = False
+    try:
+        model.learn(
+            total_timesteps=remaining,
+            callback=CallbackList(make_callbacks(config, paths, pool)),
+            reset_num_timesteps=resume is None,
+            progress_bar=progress,
+            tb_log_name="ppo",
+        )
+    except KeyboardInterrupt:
+        # Ctrl-C: keep a resumable checkpoint and the learning curve so far.
+        interrupted = True
+        checkpoint = paths.checkpoints / f"ppo_{model.num_timesteps}_steps.zip"
+        model.save(checkpoint)
+        print(f"interrupted at {model.num_timesteps} steps: resume with --resume {checkpoint}", flush=True)
     seconds = time.perf_counter() - started
     env.close()
-    model.save(paths.root / "final.zip")
-    save_policy_agent(model, paths.agent(FINAL), config)
     write_learning_curve(paths, config.eval.opponents)
+    if not interrupted:
+        model.save(paths.root / "final.zip")
+        save_policy_agent(model, paths.agent(FINAL), config)
     steps = model.num_timesteps - start_steps
     summary = {
         "timesteps": model.num_timesteps,
         "seconds": round(seconds, 1),
-        "steps_per_second": round(steps / seconds, 1),
+        "steps_per_second": round(steps / max(seconds, 1e-9), 1),
+        "interrupted": interrupted,
         "best_agent": str(paths.agent(BEST)),
-        "final_agent": str(paths.agent(FINAL)),
+        "final_agent": None if interrupted else str(paths.agent(FINAL)),
+        "step_0_agent": str(paths.agent(STEP_0)),
         "learning_curve": str(paths.curve_png),
         "pretrain": pretrain_stats,
     }
