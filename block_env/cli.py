@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
@@ -149,8 +150,15 @@ def cmd_main(args: argparse.Namespace) -> int:
     return 0
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """Argument errors as one line on stderr (exit 2); ``-h`` still shows the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
+    parser = OneLineErrors(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("encodings", help="print every observation encoding's piece table (Markdown)")
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")

@@ -582,10 +582,24 @@ def decode_observation(
     """
     rules = rules if rules is not None else Rules()
     if isinstance(vector, dict):
+        if "observation" not in vector:
+            raise ValueError(f"an observation dict holds an 'observation' entry; got keys {sorted(map(str, vector))}")
         vector = vector["observation"]
-    buf = np.asarray(vector, dtype=np.float32)
     layout = layout if layout is not None else layout_for(rules, observation)
-    v = layout.views(buf)
+    try:
+        with np.errstate(over="ignore"):
+            buf = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"an observation is a flat array of {layout.size} numbers, got {type(vector).__name__}"
+        ) from None
+    v = layout.views(buf)  # ValueError names the expected shape
+    for piece in layout.pieces:
+        values = v[piece.name]
+        if not (np.isfinite(values).all() and (values >= 0).all() and (values <= np.float32(piece.high)).all()):
+            raise ValueError(
+                f"observation piece {piece.name!r} must hold values in 0..{piece.high:g}; got {values.ravel()[:8].tolist()}"
+            )
     target = rules.resolved_target
     out: dict[str, Any] = {
         "hand": _tiles_where(rules, v["hand"]),
