@@ -333,7 +333,7 @@ class BatchedGames:
         t = self.tables
         g = self.all_games if games is None else np.asarray(games, dtype=np.int64)
         mask = np.zeros((len(g), t.num_actions), dtype=bool)
-        _legal_kernel(g, self._state(), t.low, t.high, mask)
+        _legal_kernel(g, self.owner, self.left, self.right, self.current, self.forced, self.over, t.low, t.high, mask)
         return mask
 
     def describe_legal(self, game: int) -> str:
@@ -376,7 +376,18 @@ class BatchedGames:
             actions = np.empty(len(active), dtype=np.int64)
             streams = rng_states[active]
             _playout_kernel(
-                active, masks, weights_array, float(epsilon), streams, self._state(), t.low, t.high, actions
+                active,
+                masks,
+                weights_array,
+                float(epsilon),
+                streams,
+                self.owner,
+                self.left,
+                self.right,
+                self.current,
+                t.low,
+                t.high,
+                actions,
             )
             rng_states[active] = streams
             results.append(self.step(actions, active, check=False))
@@ -537,27 +548,8 @@ def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _legal_kernel(games, state, low, high, mask):  # pragma: no cover - compiled
+def _legal_kernel(games, owner, left, right, current, forced, over, low, high, mask):  # pragma: no cover - compiled
     """Row j of ``mask``: the legal actions of game games[j]'s seat to move."""
-    (
-        owner,
-        left,
-        right,
-        current,
-        leader,
-        counts,
-        voids,
-        passes,
-        opening,
-        moves,
-        move_seats,
-        num_moves,
-        scores,
-        over,
-        episode_over,
-        last_winner,
-        forced,
-    ) = state
     num_tiles = owner.shape[1]
     for j in range(len(games)):
         g = games[j]
@@ -746,29 +738,10 @@ def _step_kernel(games, actions, state, constants, out):  # pragma: no cover - c
 
 @njit(cache=True)
 def _playout_kernel(
-    games, masks, weights, epsilon, rng_states, state, low, high, actions
+    games, masks, weights, epsilon, rng_states, owner, left, right, current, low, high, actions
 ):  # pragma: no cover - compiled
     """The playout policy's move in each game: the only legal one; a random one with
     probability epsilon (splitmix64, a stream per game); else the best on ``weights``."""
-    (
-        owner,
-        left,
-        right,
-        current,
-        leader,
-        counts,
-        voids,
-        passes,
-        opening,
-        moves,
-        move_seats,
-        num_moves,
-        scores,
-        over,
-        episode_over,
-        last_winner,
-        forced,
-    ) = state
     num_tiles = owner.shape[1]
     num_actions = masks.shape[1]
     for j in range(len(games)):
