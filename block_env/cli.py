@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -20,24 +20,23 @@ def _rules_arg(value: str) -> Rules:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {number}")
-    return number
+def _int_arg(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``, else an error saying ``what`` it is."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is an integer >= {minimum}, got {value!r}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{what} is an integer >= {minimum}, got {number}")
+        return number
+
+    return parse
 
 
-def _seed_arg(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {number}")
-    return number
+_positive_int = _int_arg(1, "this")
+_seed_arg = _int_arg(0, "a seed")
 
 
 def cmd_encodings(args: argparse.Namespace) -> int:
