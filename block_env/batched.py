@@ -287,31 +287,6 @@ class BatchedGames:
         self.round_number[g] += 1
         self.over[g] = False
 
-    def set_round(self, game: int, hands: list[int], leader: int, forced: int = -1) -> None:
-        """Lay out one game's round from hands as bitmasks (a scripted deal): its episode's
-        first round, with the scores reset. For tests and scripted scenarios."""
-        t = self.tables
-        owner = np.full(t.num_tiles, OUT_OF_PLAY, dtype=np.int8)
-        for seat, hand in enumerate(hands):
-            for i in range(t.num_tiles):
-                if hand >> i & 1:
-                    owner[i] = seat
-        self.owner[game] = owner
-        self.counts[game] = [h.bit_count() for h in hands]
-        self.left[game] = self.right[game] = -1
-        self.current[game] = self.leader[game] = leader
-        self.forced[game] = forced
-        self.voids[game] = 0
-        self.passes[game] = 0
-        self.opening[game] = -1
-        self.num_moves[game] = 0
-        self.scores[game] = 0
-        self.round_number[game] = 1
-        self.over[game] = False
-        self.episode_over[game] = False
-
-    # -- queries ------------------------------------------------------------------------------
-
     def dealt_hands(self, game: int) -> list[int]:
         """One game's hands as dealt this round (bitmasks): held tiles plus those placed."""
         held = self.owner[game]
@@ -321,11 +296,6 @@ class BatchedGames:
             if action != self.tables.pass_action:
                 hands[int(self.move_seats[game, j])] |= 1 << (action >> 1)
         return hands
-
-    def hands_of(self, seats: np.ndarray, games: np.ndarray | None = None) -> np.ndarray:
-        """(k, T) bool: the tiles each game's ``seats`` entry holds."""
-        owner = self.owner if games is None else self.owner[games]
-        return owner == seats[:, None]
 
     def legal_mask(self, games: np.ndarray | None = None) -> np.ndarray:
         """(k, 2T+1) bool: the legal actions of the seat to move (CONTRACT.md layout). All

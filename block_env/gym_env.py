@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from block_env.aec import parse_reset_options, raw_env
 from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
-from block_env.options import ILLEGAL_ACTIONS, check_learner_seat, check_reward_scale
+from block_env.options import ILLEGAL_ACTIONS, check_learner_seat, check_reward_scale, check_skip_forced
 from block_env.rules import Rules, check_choice, resolve_rules
 
 #: A scripted first round can end before the learner moves; reset deals again, this often at most.
@@ -90,8 +90,7 @@ class BlockDominoesEnv(gymnasium.Env):
         check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
         check_learner_seat(learner_seat, self.rules.num_players)
         check_reward_scale(reward_scale)
-        if not isinstance(skip_forced, bool):
-            raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
+        check_skip_forced(skip_forced)
         self.aec = raw_env(self.rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
         self.observation = observation
         self.learner_seat = learner_seat

@@ -38,3 +38,9 @@ def check_reward_scale(reward_scale: Any) -> None:
         or reward_scale <= 0
     ):
         raise ValueError(f"reward_scale must be a positive finite number, got {reward_scale!r}")
+
+
+def check_skip_forced(skip_forced: Any) -> None:
+    """ValueError unless ``skip_forced`` is a bool."""
+    if not isinstance(skip_forced, bool):
+        raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")

@@ -31,6 +31,7 @@ from block_env.options import (
     REWARDS,
     check_learner_seat,
     check_reward_scale,
+    check_skip_forced,
 )
 from block_env.rules import Rules, check_choice, resolve_rules
 from block_env.seeding import SEED_BOUND
@@ -106,8 +107,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         n = self.rules.num_players
         check_learner_seat(learner_seat, n)
         check_reward_scale(reward_scale)
-        if not isinstance(skip_forced, bool):
-            raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
+        check_skip_forced(skip_forced)
         self.games = BatchedGames(self.rules, num_envs, episode=episode)
         self.num_envs = self.games.num_games
         self.episode = episode
