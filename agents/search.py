@@ -84,6 +84,7 @@ class SearchAgent(Agent):
         # "greedy" ranks as the greedy agent does; "heuristic" as the strategic agent's first three.
         w = PLAYOUT_WEIGHTS
         self._weights = (2.0, 1.0, 0.0) if playout == "greedy" else (w.pips, w.double, w.control)
+        self._batches: dict[int, BatchedGames] = {}  # one batch per size, reused decision after decision
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -119,7 +120,10 @@ class SearchAgent(Agent):
         rules = self.rules
         ts = rules.tile_set
         num_legal = len(legal)
-        games = BatchedGames(rules, len(worlds) * num_legal)
+        size = len(worlds) * num_legal
+        if size not in self._batches:  # set_positions below lays out every field anew
+            self._batches[size] = BatchedGames(rules, size)
+        games = self._batches[size]
         games.set_positions(
             np.repeat(worlds, num_legal, axis=0),
             ends=k.ends,
