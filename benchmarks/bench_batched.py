@@ -28,7 +28,7 @@ from bench_env import engine_round, open_spiel_round  # noqa: E402
 
 from block_env import Rules  # noqa: E402
 from block_env.agents import make_env, make_vector_env  # noqa: E402
-from block_env.batched import BatchedGames  # noqa: E402
+from block_env.batched import BatchedGames, random_legal_actions  # noqa: E402
 from block_env.observations import batch_encoder  # noqa: E402
 
 Step = Callable[[], tuple[int, int]]  # one call: (player actions, rounds finished)
@@ -53,12 +53,6 @@ def interleaved(rows: dict[str, Step], seconds: float, slices: int = 8) -> dict[
     return {name: (a / t, r / t) for name, (a, r, t) in totals.items()}
 
 
-def random_choice(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
-    """A uniformly random legal action per row (random byte keys, odd so never zero)."""
-    keys = np.frombuffer(rng.bytes(masks.size), dtype=np.uint8).reshape(masks.shape) | 1
-    return (keys * masks).argmax(axis=1)
-
-
 def batched_engine(rules: Rules, games: int, encode: bool) -> Step:
     engine = BatchedGames(rules, games, seed=0)
     encoder = batch_encoder(rules, "vector")
@@ -68,7 +62,7 @@ def batched_engine(rules: Rules, games: int, encode: bool) -> Step:
         masks = engine.legal_mask()
         if encode:
             encoder(engine, engine.all_games, engine.current)
-        results = engine.step(random_choice(rng, masks), check=False)
+        results = engine.step(random_legal_actions(masks, rng), check=False)
         engine.advance(results.games)
         return games, len(results.games)
 
@@ -95,7 +89,7 @@ def vector_env(games: int, opponents: list) -> Step:
     rng = np.random.default_rng(0)
 
     def step() -> tuple[int, int]:
-        _, _, terminated, _, _ = env.step(random_choice(rng, env.action_masks()))
+        _, _, terminated, _, _ = env.step(random_legal_actions(env.action_masks(), rng))
         return games, int(terminated.sum())
 
     return step

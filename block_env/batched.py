@@ -41,6 +41,8 @@ PLAYED = -2
 #: ``end`` codes of a finished round (RoundResult.end "domino" / "blocked").
 DOMINO, BLOCKED = 0, 1
 END_NAMES = ("domino", "blocked")
+#: How a deal picks its leader (RULES.md: first and later leads).
+LEAD_LOT, LEAD_HEAVIEST, LEAD_ROTATE, LEAD_WINNER = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -215,8 +217,10 @@ class BatchedGames:
         self.voids = np.zeros((n, p), dtype=np.int64)
         self.passes = np.zeros(n, dtype=np.int64)
         self.opening = np.full(n, -1, dtype=np.int64)
-        self.moves = np.zeros((n, t.max_moves), dtype=np.int64)
-        self.move_seats = np.zeros((n, t.max_moves), dtype=np.int64)
+        # Narrow types: a step writes one cell of each per game, and at large N these two
+        # arrays are most of the state (cache misses, not arithmetic, bound the step).
+        self.moves = np.zeros((n, t.max_moves), dtype=np.int16)  # actions < 2*91+1
+        self.move_seats = np.zeros((n, t.max_moves), dtype=np.int8)
         self.num_moves = np.zeros(n, dtype=np.int64)
         self.scores = np.zeros((n, t.num_sides), dtype=np.int64)
         self.round_number = np.zeros(n, dtype=np.int64)
@@ -248,44 +252,50 @@ class BatchedGames:
         if not self.over[g].all():
             raise ValueError(f"games {g[~self.over[g]].tolist()} have not finished their round")
         new = self.episode_over[g]
-        if new.any():
+        if new.all():
+            self.reset(games=g)
+        else:
             self.reset(games=g[new])
-        if (~new).any():
             self._deal(g[~new], first=False)
 
     def _deal(self, g: np.ndarray, first: bool) -> None:
-        t = self.tables
-        rules = self.rules
+        """Deal a round in games ``g``: numpy's generator draws (a shuffle key per tile, then
+        lots for first leads), a compiled loop lays out the hands and the leader."""
         k = len(g)
         if k == 0:
             return
-        p, size = t.num_players, rules.resolved_hand_size
-        order = self.rng.random((k, t.num_tiles)).argsort(axis=1)[:, : p * size]
-        owner = np.full((k, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
-        np.put_along_axis(owner, order, np.repeat(np.arange(p, dtype=np.int8), size)[None, :], axis=1)
-        rule = rules.first_lead if first else rules.next_lead
-        forced = np.full(k, -1, dtype=np.int64)
+        t = self.tables
+        draws = self.rng.random((k, t.num_tiles))
+        rule = self.rules.first_lead if first else self.rules.next_lead
+        lots = np.zeros(0, dtype=np.int64)
         if rule == "heaviest":
-            forced = np.where(owner >= 0, t.lead_rank[None, :], -1).argmax(axis=1)
-            leader = owner[np.arange(k), forced].astype(np.int64)
-        elif first or rule == "rotate":
-            leader = self.rng.integers(p, size=k) if first else (self.leader[g] + 1) % p
-        else:  # "winner": the previous winner leads; after a tied block the lead rotates
-            previous = self.last_winner[g]
-            leader = np.where(previous >= 0, previous, (self.leader[g] + 1) % p)
-        self.owner[g] = owner
-        self.left[g] = -1
-        self.right[g] = -1
-        self.current[g] = leader
-        self.leader[g] = leader
-        self.forced[g] = forced
-        self.counts[g] = size
-        self.voids[g] = 0
-        self.passes[g] = 0
-        self.opening[g] = -1
-        self.num_moves[g] = 0
-        self.round_number[g] += 1
-        self.over[g] = False
+            lead_rule = LEAD_HEAVIEST
+        elif first:
+            lead_rule, lots = LEAD_LOT, self.rng.integers(t.num_players, size=k)
+        else:
+            lead_rule = LEAD_ROTATE if rule == "rotate" else LEAD_WINNER
+        _deal_kernel(
+            g,
+            draws,
+            lots,
+            lead_rule,
+            self.rules.resolved_hand_size,
+            t.lead_rank,
+            self.owner,
+            self.left,
+            self.right,
+            self.current,
+            self.leader,
+            self.forced,
+            self.counts,
+            self.voids,
+            self.passes,
+            self.opening,
+            self.num_moves,
+            self.round_number,
+            self.over,
+            self.last_winner,
+        )
 
     def dealt_hands(self, game: int) -> list[int]:
         """One game's hands as dealt this round (bitmasks): held tiles plus those placed."""
@@ -503,23 +513,20 @@ def random_legal_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndar
 
 @njit(cache=True)
 def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
+    """out[j]: the int(uniforms[j] * count)-th legal action of row j, in action order."""
+    legal = np.empty(masks.shape[1], dtype=np.int64)
     for j in range(masks.shape[0]):
         count = 0
-        for a in range(masks.shape[1]):
+        for a in range(masks.shape[1]):  # branch-free append: always write, advance if legal
+            legal[count] = a
             count += masks[j, a]
-        pick = int(uniforms[j] * count)
-        out[j] = -1
-        for a in range(masks.shape[1]):
-            if masks[j, a]:
-                if pick == 0:
-                    out[j] = a
-                    break
-                pick -= 1
+        out[j] = legal[int(uniforms[j] * count)] if count else -1
 
 
 @njit(cache=True)
 def _legal_kernel(games, owner, left, right, current, forced, over, low, high, mask):  # pragma: no cover - compiled
-    """Row j of ``mask``: the legal actions of game games[j]'s seat to move."""
+    """Row j of ``mask``: the legal actions of game games[j]'s seat to move. Branch-free
+    over the tiles (every cell written): which tiles fit is random, so branches mispredict."""
     num_tiles = owner.shape[1]
     for j in range(len(games)):
         g = games[j]
@@ -527,27 +534,67 @@ def _legal_kernel(games, owner, left, right, current, forced, over, low, high, m
             continue
         seat = current[g]
         end_l, end_r = left[g], right[g]
+        opening = end_l < 0
+        heaviest = forced[g]
         found = False
-        if end_l < 0:  # the opening: any held tile on end 0, or only the forced heaviest one
-            if forced[g] >= 0:
-                mask[j, 2 * forced[g]] = True
-                found = True
+        for i in range(num_tiles):
+            held = owner[g, i] == seat
+            if opening:  # any held tile on end 0, or only the forced heaviest one
+                fits_l = held & ((heaviest < 0) | (heaviest == i))
+                fits_r = False
             else:
-                for i in range(num_tiles):
-                    if owner[g, i] == seat:
-                        mask[j, 2 * i] = True
-                        found = True
-        else:
+                fits_l = held & ((low[i] == end_l) | (high[i] == end_l))
+                fits_r = held & ((low[i] == end_r) | (high[i] == end_r))
+            mask[j, 2 * i] = fits_l
+            mask[j, 2 * i + 1] = fits_r
+            found |= fits_l | fits_r
+        mask[j, 2 * num_tiles] = not found  # RULES.md: pass only when nothing fits
+
+
+@njit(cache=True)
+def _deal_kernel(
+    games, draws, lots, lead_rule, hand_size, lead_rank, owner, left, right, current, leader, forced, counts,
+    voids, passes, opening, num_moves, round_number, over, last_winner,
+):  # pragma: no cover - compiled
+    """Deal game games[j] from its row of shuffle keys (numpy's argsort order): the tiles in
+    key order, hand_size to each seat in turn, the rest out of play; then the leader by
+    ``lead_rule``."""
+    num_players = counts.shape[1]
+    num_tiles = owner.shape[1]
+    for j in range(len(games)):
+        g = games[j]
+        keys, hands = draws[j], owner[g]
+        for i in range(num_tiles):  # tile i's place in key order (keys are distinct floats)
+            place = 0
+            for other in range(num_tiles):
+                place += keys[other] < keys[i]
+            hands[i] = place // hand_size if place < num_players * hand_size else OUT_OF_PLAY
+        heaviest = -1
+        if lead_rule == LEAD_HEAVIEST:  # the heaviest tile dealt leads (doubles first)
+            best = -1
             for i in range(num_tiles):
-                if owner[g, i] == seat:
-                    if low[i] == end_l or high[i] == end_l:
-                        mask[j, 2 * i] = True
-                        found = True
-                    if low[i] == end_r or high[i] == end_r:
-                        mask[j, 2 * i + 1] = True
-                        found = True
-        if not found:  # RULES.md: pass only when nothing fits
-            mask[j, 2 * num_tiles] = True
+                if owner[g, i] >= 0 and lead_rank[i] > best:
+                    best, heaviest = lead_rank[i], i
+            seat = owner[g, heaviest]
+        elif lead_rule == LEAD_LOT:
+            seat = lots[j]
+        elif lead_rule == LEAD_ROTATE or last_winner[g] < 0:  # after a tied block the lead rotates
+            seat = (leader[g] + 1) % num_players
+        else:  # the previous winner leads
+            seat = last_winner[g]
+        forced[g] = heaviest
+        leader[g] = seat
+        current[g] = seat
+        left[g] = -1
+        right[g] = -1
+        for s in range(num_players):
+            counts[g, s] = hand_size
+            voids[g, s] = 0
+        passes[g] = 0
+        opening[g] = -1
+        num_moves[g] = 0
+        round_number[g] += 1
+        over[g] = False
 
 
 @njit(cache=True)

@@ -3,7 +3,8 @@
 Following OpenSpiel's observer idea, each encoding is a :class:`Layout`: a table of
 :class:`Piece` (name, shape, bound, meaning) laid end to end. The same table documents the
 encoding (``block-dominoes encodings`` prints it), builds the Box bounds, and drives
-:func:`decode_observation`. Pure numpy: no PettingZoo or Gymnasium here.
+:func:`decode_observation`. numpy (and numba for the batched writers): no PettingZoo or
+Gymnasium here.
 
 Player observations are seat-relative: relative seat 0 is the observer, 1 the next seat
 clockwise, and so on; relative side 0 is the observer's side. They hold only the
@@ -21,6 +22,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from block_env.batched import PLAYED, BatchedGames
 from block_env.engine import PublicView, Round
@@ -395,65 +397,111 @@ class BatchEncoder:
 
 
 # -- piece writers (batched): enc, games, game indices, observing seats, out slice, piece ------
+# Each gathers from the game arrays in one compiled loop (numpy fancy indexing made the
+# encoders the slowest part of a vector step).
 
 
-def _one_hot(out: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> None:
-    out[rows, cols] = 1.0
+@njit(cache=True)
+def _owner_is_kernel(owner, g, values, out):  # pragma: no cover - compiled
+    """out[j, i] = 1 where tile i's owner in game g[j] is values[j]."""
+    for j in range(len(g)):
+        row, value, cells = owner[g[j]], values[j], out[j]  # row views: the loop stays simple
+        for i in range(row.shape[0]):
+            cells[i] = np.float32(1.0) if row[i] == value else np.float32(0.0)
+
+
+@njit(cache=True)
+def _one_hot_kernel(cols, out):  # pragma: no cover - compiled
+    """out[j, cols[j]] = 1 where cols[j] >= 0."""
+    for j in range(len(cols)):
+        if cols[j] >= 0:
+            out[j, cols[j]] = 1.0
+
+
+@njit(cache=True)
+def _relative_kernel(table, g, firsts, divisor, out):  # pragma: no cover - compiled
+    """out[j, r] = table[g[j], (firsts[j] + r) % width] / divisor: per relative seat or side."""
+    width = table.shape[1]
+    for j in range(len(g)):
+        for r in range(width):
+            out[j, r] = table[g[j], (firsts[j] + r) % width] / divisor
+
+
+@njit(cache=True)
+def _voids_kernel(voids, g, seats, num_suits, out):  # pragma: no cover - compiled
+    num_players = voids.shape[1]
+    for j in range(len(g)):
+        for r in range(num_players):
+            shown = voids[g[j], (seats[j] + r) % num_players]
+            for v in range(num_suits):
+                out[j, r * num_suits + v] = (shown >> v) & 1
+
+
+@njit(cache=True)
+def _ends_kernel(left, right, g, num_suits, out):  # pragma: no cover - compiled
+    for j in range(len(g)):
+        if left[g[j]] >= 0:
+            out[j, left[g[j]]] = 1.0
+            out[j, num_suits + right[g[j]]] = 1.0
+
+
+@njit(cache=True)
+def _moves_kernel(moves, move_seats, num_moves, g, seats, num_players, pass_action, columns, out):  # pragma: no cover
+    """History rows: mover (relative seat), pass or (tile, end) per move, at ``columns``
+    = (seat, pass, tile, on_left) offsets within a row of ``out`` (k, rows, width)."""
+    seat_at, pass_at, tile_at, end_at = columns
+    for j in range(len(g)):
+        for m in range(num_moves[g[j]]):
+            action = moves[g[j], m]
+            out[j, m, seat_at + (move_seats[g[j], m] - seats[j]) % num_players] = 1.0
+            if action == pass_action:
+                out[j, m, pass_at] = 1.0
+            else:
+                out[j, m, tile_at + (action >> 1)] = 1.0
+                out[j, m, end_at + (action & 1)] = 1.0
 
 
 def _b_hand(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    out[:] = games.owner[g] == seats[:, None]
+    _owner_is_kernel(games.owner, g, seats, out)
 
 
 def _b_played(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    out[:] = games.owner[g] == PLAYED
+    _owner_is_kernel(games.owner, g, np.full(len(g), PLAYED), out)
 
 
 def _b_opening(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    tile = games.opening[g]
-    rows = np.flatnonzero(tile >= 0)
-    _one_hot(out, rows, tile[rows])
-
-
-def _relative_seats(enc: BatchEncoder, seats: np.ndarray) -> np.ndarray:
-    """(k, n): the absolute seat at each relative seat of each observer."""
-    return (seats[:, None] + enc.seat_order) % len(enc.seat_order)
+    _one_hot_kernel(games.opening[g], out)
 
 
 def _b_voids(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    voids = games.voids[g[:, None], _relative_seats(enc, seats)]
-    width = piece.shape[1]
-    out[:] = ((voids[:, :, None] >> np.arange(width)) & 1).reshape(len(g), -1)
+    _voids_kernel(games.voids, g, seats, piece.shape[1], out)
 
 
 def _b_ends(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    left, right = games.left[g], games.right[g]
-    rows = np.flatnonzero(left >= 0)
-    _one_hot(out, rows, left[rows])
-    _one_hot(out, rows, piece.shape[1] + right[rows])
+    _ends_kernel(games.left, games.right, g, piece.shape[1], out)
 
 
 def _b_to_play(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    rows = np.flatnonzero(~games.over[g])
-    _one_hot(out, rows, (games.current[g[rows]] - seats[rows]) % len(enc.seat_order))
+    relative = (games.current[g] - seats) % len(enc.seat_order)
+    _one_hot_kernel(np.where(games.over[g], -1, relative), out)
 
 
 def _b_leader(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    _one_hot(out, np.arange(len(g)), (games.leader[g] - seats) % len(enc.seat_order))
+    _one_hot_kernel((games.leader[g] - seats) % len(enc.seat_order), out)
 
 
 def _b_moves(
@@ -461,24 +509,16 @@ def _b_moves(
 ) -> None:
     cols = piece.columns
     assert cols is not None
+    columns = (cols.offset("seat"), cols.offset("pass"), cols.offset("tile"), cols.offset("on_left"))
     rows3 = out.reshape(len(g), *piece.shape)
-    num = games.num_moves[g]
-    r, m = np.nonzero(np.arange(piece.shape[0])[None, :] < num[:, None])
-    actions = games.moves[g[r], m]
-    movers = games.move_seats[g[r], m]
-    rows3[r, m, cols.offset("seat") + (movers - seats[r]) % len(enc.seat_order)] = 1.0
-    is_pass = actions == enc.rules.tile_set.pass_action
-    rows3[r[is_pass], m[is_pass], cols.offset("pass")] = 1.0
-    placed = ~is_pass
-    rp, mp, ap = r[placed], m[placed], actions[placed]
-    rows3[rp, mp, cols.offset("tile") + (ap >> 1)] = 1.0
-    rows3[rp, mp, cols.offset("on_left") + (ap & 1)] = 1.0
+    pass_action = enc.rules.tile_set.pass_action
+    _moves_kernel(games.moves, games.move_seats, games.num_moves, g, seats, len(enc.seat_order), pass_action, columns, rows3)
 
 
 def _b_hand_counts(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    out[:] = games.counts[g[:, None], _relative_seats(enc, seats)]
+    _relative_kernel(games.counts, g, seats, 1.0, out)
 
 
 def _b_passes(
@@ -490,8 +530,7 @@ def _b_passes(
 def _b_scores(
     enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
 ) -> None:
-    sides = (enc.side_of[seats][:, None] + enc.side_order) % len(enc.side_order)
-    out[:] = games.scores[g[:, None], sides] / enc.rules.resolved_target
+    _relative_kernel(games.scores, g, enc.side_of[seats], float(enc.rules.resolved_target), out)
 
 
 def _b_num_moves(

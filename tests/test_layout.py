@@ -87,8 +87,9 @@ def test_the_engine_is_the_standard_library_and_numpy(name):
     """The engine knows nothing of PettingZoo, Gymnasium or torch: only the env adapters do."""
     imported = imported_modules((ROOT / "block_env" / f"{name}.py").read_text())
     top_level = {m.split(".")[0] for m in imported}
-    # The batched engine compiles its loops with numba (measured: benchmarks/bench_batched.py).
-    allowed = {"numpy", "block_env", "__future__"} | ({"numba"} if name == "batched" else set())
+    # The batched engine and its encoders compile their loops with numba (measured:
+    # benchmarks/bench_batched.py).
+    allowed = {"numpy", "block_env", "__future__"} | ({"numba"} if name in ("batched", "observations") else set())
     assert top_level <= set(sys.stdlib_module_names) | allowed
     assert not {m for m in imported if m.startswith("block_env.")} & {"block_env.aec", "block_env.gym_env"}
 
