@@ -23,6 +23,7 @@ from typing import Any
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent, parse_spec
+from block_env.agents.replay import round_record, rules_record
 from block_env.engine import RoundResult
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules, check_choice, resolve_rules
@@ -34,7 +35,8 @@ Z95 = 1.959964
 @dataclass(frozen=True)
 class ArenaConfig:
     """What to play: agent specs (see :func:`block_env.agents.make_agent`), rules, episode
-    mode ("round" or "match"), number of deals, seed and worker processes."""
+    mode ("round" or "match"), number of deals, seed and worker processes; ``record`` keeps
+    every episode's full move record (a replay, see :mod:`block_env.agents.replay`)."""
 
     agents: tuple[str, ...]
     rules: Rules = field(default_factory=Rules)
@@ -42,6 +44,7 @@ class ArenaConfig:
     deals: int = 100
     seed: int = 0
     workers: int = 1
+    record: bool = False
 
     def __post_init__(self) -> None:
         if len(self.agents) < 2:
@@ -90,21 +93,29 @@ def rotations(table: tuple[int, ...]) -> list[tuple[int, ...]]:
 _WORKER_AGENTS: dict[str, Agent] = {}
 
 
-def play_episode(env: Any, agents: Sequence[Agent], seed: int) -> dict[str, Any]:
+def play_episode(env: Any, agents: Sequence[Agent], seed: int, names: Sequence[str] | None = None) -> dict[str, Any]:
     """One episode from ``reset(seed)`` with ``agents`` by seat: each round's result, the
-    first deal (what duplicate play keeps identical across seatings) and the match winner."""
+    first deal (what duplicate play keeps identical across seatings) and the match winner.
+    With ``names`` (the agents' specs by seat) also the full move record, as ``replay``."""
     env.reset(seed=seed)
     first_deal = env.deal()
     for seat, agent in enumerate(agents):
         agent.reset(seed=seat_seed(seed, seat))
+    rounds = []
     while not all(env.terminations.values()):
         agent = env.agent_selection
+        rnd, finished = env.match.round, len(env.results)
         env.step(agents[env.agent_name_mapping[agent]].act(env.observe(agent)))
-    return {
+        if names is not None and len(env.results) > finished:
+            rounds.append(round_record(rnd))
+    episode = {
         "rounds": [r.as_dict() for r in env.results],
         "first_deal": first_deal,
         "match_winner_side": env.match_winner if env.episode == "match" else None,
     }
+    if names is not None:
+        episode["replay"] = {"rules": rules_record(env.rules), "agents": list(names), "rounds": rounds}
+    return episode
 
 
 def play_deal(
@@ -121,7 +132,8 @@ def play_deal(
     for table_index, table in enumerate(tables(len(config.agents), config.rules)):
         for seating in rotations(table):
             seated = [agents[config.agents[a]] for a in seating]
-            episode = play_episode(env, seated, seed)
+            names = [config.agents[a] for a in seating] if config.record else None
+            episode = play_episode(env, seated, seed, names)
             records.append({"deal": deal, "table": table_index, "seating": list(seating), **episode})
     return records
 
@@ -528,9 +540,16 @@ def evaluate(
     seed: int = 0,
     workers: int = 1,
     progress: bool = False,
+    record: bool = False,
 ) -> ArenaReport:
     """Play and summarize in one call (the Python face of ``block-dominoes eval``)."""
     config = ArenaConfig(
-        agents=tuple(agents), rules=resolve_rules(rules), episode=episode, deals=deals, seed=seed, workers=workers
+        agents=tuple(agents),
+        rules=resolve_rules(rules),
+        episode=episode,
+        deals=deals,
+        seed=seed,
+        workers=workers,
+        record=record,
     )
     return summarize(config, run_arena(config, progress=progress))

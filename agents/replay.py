@@ -1,0 +1,128 @@
+"""Full move records of rounds, and their replay frame by frame (the arena's ``--record``
+and the web app's replay viewer).
+
+A round record is plain JSON: the dealt ``hands`` (tiles per seat), the ``lead`` (a seat, or
+"heaviest" when the holder of the heaviest double had to open with it), the ``moves`` as
+``[seat, action]`` and the ``result`` (``RoundResult.as_dict()``). A replay is
+``{"rules": {...Rules fields}, "agents": [name per seat], "rounds": [round record, ...]}``.
+Replaying checks every move against the engine, so a hand-edited file gets a clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from block_env.aec import as_action, parse_reset_options
+from block_env.engine import Round, RoundResult
+from block_env.rules import Rules
+
+
+def round_record(rnd: Round) -> dict[str, Any]:
+    """A finished (or running) round as a JSON-ready record."""
+    ts = rnd.tiles
+    return {
+        "hands": [[list(t) for t in ts.tiles_of(h)] for h in rnd.dealt_hands()],
+        "lead": "heaviest" if rnd.forced_opening >= 0 else rnd.leader,
+        "moves": [[seat, action] for seat, action in rnd.moves],
+        "result": None if rnd.result is None else rnd.result.as_dict(),
+    }
+
+
+def rules_record(rules: Rules) -> dict[str, Any]:
+    return dataclasses.asdict(rules)
+
+
+def rules_from_record(values: object) -> Rules:
+    """Rules from a replay's ``rules`` object (ValueError names an unknown field)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"a replay's 'rules' must be an object of Rules fields, got {values!r}")
+    fields = {f.name for f in dataclasses.fields(Rules)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ValueError(f"unknown rules field(s) {unknown}; Rules has {sorted(fields)}")
+    try:
+        return Rules(**values)
+    except TypeError as e:
+        raise ValueError(f"bad rules: {e}") from None
+
+
+def replay_round(rules: Rules, record: object) -> tuple[Round, list[dict[str, Any]]]:
+    """Play a round record through the engine: the final round and one frame per position
+    (the deal, then after each move) with every hand visible. ValueError names a malformed
+    record or the first illegal move."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a round record must be an object with hands, lead and moves, got {record!r}")
+    scenario = parse_reset_options(rules, {"hands": record.get("hands")})
+    assert scenario is not None and scenario.hands is not None
+    lead = record.get("lead")
+    if lead != "heaviest" and (isinstance(lead, bool) or not isinstance(lead, int)):
+        raise ValueError(f"a round record's 'lead' must be a seat or 'heaviest', got {lead!r}")
+    rnd = Round.start(rules, scenario.hands, lead)
+    moves = record.get("moves")
+    if not isinstance(moves, list):
+        raise ValueError(f"a round record's 'moves' must be a list of [seat, action], got {moves!r}")
+    frames = [position(rnd)]
+    for number, move in enumerate(moves):
+        if not (isinstance(move, list) and len(move) == 2):
+            raise ValueError(f"move {number}: expected [seat, action], got {move!r}")
+        seat, action = move
+        if rnd.is_over:
+            raise ValueError(f"move {number}: the round is already over")
+        if seat != rnd.current:
+            raise ValueError(f"move {number}: seat {seat!r} moved, but seat {rnd.current} was to play")
+        try:
+            rnd.step(as_action(action, rules.tile_set.num_actions))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"move {number}: {e}") from None
+        frames.append(position(rnd))
+    return rnd, frames
+
+
+def position(rnd: Round) -> dict[str, Any]:
+    """Everything on the table, every hand visible: one replay frame."""
+    ts = rnd.tiles
+    last = rnd.moves[-1] if rnd.moves else None
+    return {
+        "line": [list(t) for t in rnd.line()],
+        "ends": None if rnd.ends is None else list(rnd.ends),
+        "hands": [[list(t) for t in ts.tiles_of(h)] for h in rnd.hands],
+        "current": None if rnd.is_over else rnd.current,
+        "move": None if last is None else {"seat": last[0], "action": last[1], "text": ts.describe_action(last[1])},
+        "result": None if rnd.result is None else explain(rnd.result),
+    }
+
+
+def explain(result: RoundResult) -> dict[str, Any]:
+    """A result with the reason spelled out (RULES.md: domino, blocked, tie)."""
+    values = result.as_dict()
+    if result.end == "domino":
+        why = f"seat {result.winner} went out (domino)" + (
+            ", with a double or both ends: doubled" if result.doubled else ""
+        )
+    elif result.winner is None:
+        why = "blocked, and the lowest pip count is tied: nobody scores"
+    else:
+        why = f"blocked: side {result.winning_side} has the fewest pips"
+    return {**values, "why": why}
+
+
+def replay(values: object) -> dict[str, Any]:
+    """Every frame of every round of a replay (see the module docstring), checked."""
+    if not isinstance(values, dict):
+        raise ValueError("a replay must be an object with rules, agents and rounds")
+    rules = rules_from_record(values.get("rules"))
+    agents = values.get("agents")
+    if not (isinstance(agents, list) and len(agents) == rules.num_players and all(isinstance(a, str) for a in agents)):
+        raise ValueError(f"a replay's 'agents' must name each of the {rules.num_players} seats, got {agents!r}")
+    rounds = values.get("rounds")
+    if not isinstance(rounds, list) or not rounds:
+        raise ValueError("a replay's 'rounds' must be a non-empty list of round records")
+    out = []
+    for number, record in enumerate(rounds):
+        try:
+            _, frames = replay_round(rules, record)
+        except ValueError as e:
+            raise ValueError(f"round {number + 1}: {e}") from None
+        out.append(frames)
+    return {"num_players": rules.num_players, "partnership": rules.partnership, "agents": agents, "rounds": out}
