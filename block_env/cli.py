@@ -20,16 +20,18 @@ def _rules_arg(value: str) -> Rules:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _int_arg(minimum: int, what: str) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``, else an error saying ``what`` it is."""
+def _int_arg(minimum: int, what: str, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum`` (and <= ``maximum``), else an error saying
+    ``what`` it is."""
+    bound = f">= {minimum}" if maximum is None else f"{minimum}..{maximum}"
 
     def parse(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} is an integer >= {minimum}, got {value!r}") from None
-        if number < minimum:
-            raise argparse.ArgumentTypeError(f"{what} is an integer >= {minimum}, got {number}")
+            raise argparse.ArgumentTypeError(f"{what} is an integer {bound}, got {value!r}") from None
+        if number < minimum or (maximum is not None and number > maximum):
+            raise argparse.ArgumentTypeError(f"{what} is an integer {bound}, got {number}")
         return number
 
     return parse
@@ -37,6 +39,7 @@ def _int_arg(minimum: int, what: str) -> Callable[[str], int]:
 
 _positive_int = _int_arg(1, "this")
 _seed_arg = _int_arg(0, "a seed")
+_port_arg = _int_arg(1, "a port", 65535)
 
 
 def cmd_encodings(args: argparse.Namespace) -> int:
@@ -63,6 +66,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         deals=args.deals,
         seed=args.seed,
         workers=args.workers,
+        record=args.record,
     )
     for spec in config.agents:  # every agent built once: a bad folder or option fails now
         make_agent(spec, config.rules)
@@ -98,6 +102,15 @@ def cmd_play(args: argparse.Namespace) -> int:
     from block_env.agents.play import play_in_terminal
 
     return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from block_env.agents.web import serve
+    except ImportError as e:
+        raise ValueError(f"the web app needs the [web] extra (pip install 'block-env[web]'): {e}") from None
+    serve(args.host, args.port)
+    return 0
 
 
 def _train_overrides(args: argparse.Namespace) -> dict:
@@ -179,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/arena", help="folder for summary.md/.csv, report.json, chart.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
+        "--record", action="store_true", help="keep every deal's full move record in records.jsonl (replay: serve)"
+    )
+    p.add_argument(
         "--resume", action="store_true", help="continue an interrupted run from --out's records.jsonl (same arguments)"
     )
     p.set_defaults(func=cmd_eval)
@@ -190,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episode", choices=EPISODES, default="match")
     p.add_argument("--seed", type=_seed_arg, default=None)
     p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("serve", help="play and replay in the browser (a local web app; extra [web])")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=_port_arg, default=8000, help="port (default 8000)")
+    p.set_defaults(func=cmd_serve)
 
     for name, func, text in [
         ("train", cmd_train, "train a MaskablePPO agent from a YAML config"),

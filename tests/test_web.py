@@ -1,0 +1,199 @@
+"""The web app's API through Starlette's test client, and the arena's move records."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from block_env.agents.arena import evaluate  # noqa: E402
+from block_env.agents.replay import replay, replay_round, rules_from_record  # noqa: E402
+from block_env.agents.web import Games, create_app  # noqa: E402
+from block_env.rules import PRESETS  # noqa: E402
+
+
+@pytest.fixture
+def client():
+    return TestClient(create_app(Games(limit=50)))
+
+
+def first_move(view):
+    moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
+    return moves[0] if moves else view["pass_action"]
+
+
+def play_to_end(client, view):
+    """Play the first legal move until the game is over (dealing each next round)."""
+    while not view["over"]:
+        if view["paused"]:
+            view = client.post(f"/api/games/{view['id']}/next").json()
+            continue
+        response = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)})
+        assert response.status_code == 200, response.json()
+        view = response.json()
+    return view
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house"])
+def test_a_whole_round_reveals_what_the_engine_says(client, preset):
+    opponents = ["greedy", "random"] if PRESETS[preset].num_players > 2 else ["strategic"]
+    response = client.post("/api/games", json={"preset": preset, "opponents": opponents, "seat": 1, "seed": 5})
+    assert response.status_code == 201
+    view = response.json()
+    assert view["agents"][1] == "you" and view["to_play"] == 1  # the opponents moved first where they had to
+    view = play_to_end(client, view)
+    record = client.get(f"/api/games/{view['id']}/replay").json()
+    rules = rules_from_record(record["rules"])
+    final, _ = replay_round(rules, record["rounds"][-1])
+    result = view["result"]
+    assert result["hand_pips"] == list(final.result.hand_pips)
+    assert result["award"] == final.result.award and result["end"] == final.result.end
+    assert result["hands"] == [[list(t) for t in rules.tile_set.tiles_of(h)] for h in final.hands]
+    assert result["why"]
+
+
+def test_the_view_shows_only_legal_moves_and_a_pass_only_when_forced(client):
+    for seed in range(12):
+        view = client.post("/api/games", json={"seed": seed, "opponents": ["random"]}).json()
+        while not view["over"]:
+            moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
+            assert bool(moves) != view["can_pass"]  # a pass exactly when nothing fits
+            for tile in view["hand"]:
+                assert len(tile["moves"]) <= 2
+            view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+
+
+def test_a_match_pauses_after_each_round_until_next(client):
+    view = client.post("/api/games", json={"episode": "match", "seed": 2, "opponents": ["greedy"]}).json()
+    rounds_seen = 0
+    while not view["over"]:
+        if view["paused"]:
+            rounds_seen += 1
+            assert view["result"] is not None
+            assert client.post(f"/api/games/{view['id']}/move", json={"action": 0}).status_code == 409
+            view = client.post(f"/api/games/{view['id']}/next").json()
+            assert view["result"] is None
+            continue
+        view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    assert max(view["scores"]) >= view["target"] and rounds_seen >= 1
+    assert view["match_winner"] in (0, 1, None)
+    assert client.post(f"/api/games/{view['id']}/next").status_code == 409
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"preset": "nope"}, 400, "unknown preset 'nope'"),
+        ({"episode": "forever"}, 400, "'episode' must be one of"),
+        ({"opponents": "greedy"}, 400, "'opponents' must be a list"),
+        ({"opponents": ["human"]}, 400, "cannot be an opponent"),
+        ({"opponents": ["no_such_agent"]}, 400, "no_such_agent"),
+        ({"seat": 2}, 400, "'seat' must be an integer 0..1"),
+        ({"seat": True}, 400, "'seat' must be an integer"),
+        ({"seed": -1}, 400, "'seed' must be an integer"),
+        ({"colour": "red"}, 400, "unknown field(s) ['colour']"),
+    ],
+)
+def test_bad_new_game_requests_are_refused_with_a_message(client, body, status, message):
+    response = client.post("/api/games", json=body)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_bad_moves_are_refused_and_change_nothing(client):
+    view = client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).json()
+    game = f"/api/games/{view['id']}"
+    legal = {m["action"] for tile in view["hand"] for m in tile["moves"]} or {view["pass_action"]}
+    illegal = next(a for a in range(view["pass_action"] + 1) if a not in legal)
+    cases = [
+        ({"action": illegal}, 422, "is not legal; legal actions:"),
+        ({"action": 999}, 400, "'action' must be an integer 0..56"),
+        ({"action": "3"}, 400, "'action' must be an integer"),
+        ({"action": 1.0}, 400, "'action' must be an integer"),
+        ({}, 400, "needs 'action'"),
+        ({"action": 1, "extra": 2}, 400, "unknown field(s) ['extra']"),
+    ]
+    for body, status, message in cases:
+        response = client.post(f"{game}/move", json=body)
+        assert response.status_code == status and message in response.json()["error"], (body, response.json())
+        assert client.get(game).json() == view | {"events": []}
+    for raw in (b"not json", b"[1, 2]"):
+        response = client.post(f"{game}/move", content=raw, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400 and "JSON" in response.json()["error"]
+    assert client.get("/api/games/0123456789abcdef").status_code == 404
+    assert client.post("/api/games/unknown/move", json={"action": 0}).status_code == 404
+
+
+def test_many_games_at_once_do_not_mix(client):
+    views = [client.post("/api/games", json={"seed": s, "opponents": ["greedy"]}).json() for s in range(4)]
+    for _ in range(30):  # interleave moves across the games
+        for i, view in enumerate(views):
+            if not view["over"]:
+                views[i] = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    for view in views:
+        record = client.get(f"/api/games/{view['id']}/replay").json()
+        frames = replay(record)["rounds"][-1]
+        assert frames[-1]["line"] == view["line"]  # each game's own moves, replayed, give its own line
+    assert len({v["id"] for v in views}) == 4
+
+
+def test_replays_are_checked_move_by_move(client):
+    view = play_to_end(client, client.post("/api/games", json={"seed": 9, "opponents": ["greedy"]}).json())
+    record = client.get(f"/api/games/{view['id']}/replay").json()
+    expanded = client.post("/api/replay", json={"replay": record}).json()
+    assert len(expanded["rounds"][0]) == len(record["rounds"][0]["moves"]) + 1
+    assert expanded["rounds"][0][-1]["result"]["award"] == record["rounds"][0]["result"]["award"]
+    tampered = {**record, "rounds": [{**record["rounds"][0], "moves": [[record["rounds"][0]["moves"][0][0], 999]]}]}
+    response = client.post("/api/replay", json={"replay": tampered})
+    assert response.status_code == 422 and "round 1: move 0" in response.json()["error"]
+    response = client.post("/api/replay", json={"replay": {**record, "rules": {"max_pips": 6}}})
+    assert response.status_code == 422 and "unknown rules field" in response.json()["error"]
+
+
+def test_the_page_and_its_assets_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and 'id="new-game"' in page.text
+    assert client.get("/static/app.js").status_code == 200
+    assert "standard" in client.get("/api/options").json()["presets"]
+
+
+def test_arena_records_replay_to_the_same_results():
+    report = evaluate(["greedy", "random"], "standard_3p", episode="match", deals=2, seed=4, record=True)
+    for record in report.records:
+        frames = replay(record["replay"])
+        finals = [rounds[-1]["result"] for rounds in frames["rounds"]]
+        assert [{k: f[k] for k in r} for f, r in zip(finals, record["rounds"])] == record["rounds"]
+        assert record["replay"]["agents"] == [["greedy", "random"][a] for a in record["seating"]]
+
+
+def test_serve_prints_its_address_and_answers(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cli = [sys.executable, "-m", "block_env.cli", "serve", "--port", str(port)]
+    proc = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout.readline().strip().startswith(f"block_env web app on http://127.0.0.1:{port}/")
+        for _ in range(100):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=2) as response:
+                    assert "standard" in json.load(response)["presets"]
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("the server never answered")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    bad = subprocess.run([*cli[:-1], "70000"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "a port is an integer 1..65535, got 70000" in bad.stderr
