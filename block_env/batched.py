@@ -553,8 +553,26 @@ def _legal_kernel(games, owner, left, right, current, forced, over, low, high, m
 
 @njit(cache=True)
 def _deal_kernel(
-    games, draws, lots, lead_rule, hand_size, lead_rank, owner, left, right, current, leader, forced, counts,
-    voids, passes, opening, num_moves, round_number, over, last_winner,
+    games,
+    draws,
+    lots,
+    lead_rule,
+    hand_size,
+    lead_rank,
+    owner,
+    left,
+    right,
+    current,
+    leader,
+    forced,
+    counts,
+    voids,
+    passes,
+    opening,
+    num_moves,
+    round_number,
+    over,
+    last_winner,
 ):  # pragma: no cover - compiled
     """Deal game games[j] from its row of shuffle keys (numpy's argsort order): the tiles in
     key order, hand_size to each seat in turn, the rest out of play; then the leader by

@@ -512,7 +512,9 @@ def _b_moves(
     columns = (cols.offset("seat"), cols.offset("pass"), cols.offset("tile"), cols.offset("on_left"))
     rows3 = out.reshape(len(g), *piece.shape)
     pass_action = enc.rules.tile_set.pass_action
-    _moves_kernel(games.moves, games.move_seats, games.num_moves, g, seats, len(enc.seat_order), pass_action, columns, rows3)
+    _moves_kernel(
+        games.moves, games.move_seats, games.num_moves, g, seats, len(enc.seat_order), pass_action, columns, rows3
+    )
 
 
 def _b_hand_counts(
