@@ -9,6 +9,7 @@ import numpy as np
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.batched import random_legal_actions
 from block_env.engine import PublicView
+from block_env.opponents import UNIFORM
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
@@ -18,6 +19,7 @@ class RandomAgent(Agent):
 
     name = "random"
     observes = False  # act_batch reads the masks alone
+    compiled_policy = UNIFORM  # the vector env plays it inside its compiled loop
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -56,6 +58,7 @@ class GreedyAgent(Agent):
         ts = rules.tile_set
         # heaviest_first_key as one number per action: the first maximum is the lowest id.
         self._rank = np.array([2 * (a + b) + (a == b) for a, b in ts.tiles for _ in (0, 1)] + [-1], dtype=np.int64)
+        self.compiled_policy = self._rank  # the vector env plays it inside its compiled loop
 
     def act(self, obs: Observation) -> int:
         return max(legal_actions(obs), key=lambda a: heaviest_first_key(self.rules, a))

@@ -41,6 +41,8 @@ PLAYED = -2
 #: ``end`` codes of a finished round (RoundResult.end "domino" / "blocked").
 DOMINO, BLOCKED = 0, 1
 END_NAMES = ("domino", "blocked")
+#: What :meth:`BatchedGames.play_until_decision` leaves each game waiting on.
+DECISION, ROUND_OVER, EXTERNAL = 0, 1, 2
 #: How a deal picks its leader (RULES.md: first and later leads).
 LEAD_LOT, LEAD_HEAVIEST, LEAD_ROTATE, LEAD_WINNER = 0, 1, 2, 3
 
@@ -90,6 +92,28 @@ def tables(rules: Rules) -> Tables:
         lead_rank=lead_rank,
         side_of=np.array([rules.side_of(s) for s in range(rules.num_players)], dtype=np.int64),
     )
+
+
+@dataclass(frozen=True)
+class CompiledPolicies:
+    """Policies that run inside the compiled loop, one row each: ``ranks`` (K, 2T+1) int64,
+    the highest-ranked legal action is played (the first on ties), or where ``uniform`` (K,)
+    is set, a uniformly random legal action."""
+
+    ranks: np.ndarray
+    uniform: np.ndarray
+
+    @classmethod
+    def build(cls, rows: list[np.ndarray | None], num_actions: int) -> CompiledPolicies:
+        """From one rank array per policy, None meaning uniform."""
+        ranks = np.zeros((max(len(rows), 1), num_actions), dtype=np.int64)
+        uniform = np.zeros(max(len(rows), 1), dtype=bool)
+        for k, rank in enumerate(rows):
+            if rank is None:
+                uniform[k] = True
+            else:
+                ranks[k] = rank
+        return cls(ranks, uniform)
 
 
 @dataclass
@@ -227,6 +251,16 @@ class BatchedGames:
         self.over = np.zeros(n, dtype=bool)  # the round ended; advance() deals the next
         self.episode_over = np.zeros(n, dtype=bool)
         self.last_winner = np.full(n, -1, dtype=np.int64)
+        # _move_kernel's choosing arguments when step() passes the actions instead.
+        self._no_choice = (
+            np.zeros(1, dtype=np.int64),
+            False,
+            np.zeros((1, 1), dtype=np.int64),
+            np.zeros((1, t.num_actions), dtype=np.int64),
+            np.zeros(1, dtype=bool),
+            np.zeros(1, dtype=np.uint64),
+            np.zeros(1, dtype=np.int64),
+        )
         self.reset(seed)
 
     # -- dealing ------------------------------------------------------------------------------
@@ -336,8 +370,44 @@ class BatchedGames:
         k = len(g)
         t = self.tables
         out = BatchResults.empty(k, t.num_players, t.num_sides)
-        ended = _step_kernel(g, a, self._state(), self._constants(), out.arrays())
+        ended = _move_kernel(g, a, False, *self._no_choice, self._state(), self._constants(), out.arrays())
         return out.head(ended)
+
+    def play_until_decision(
+        self,
+        games: np.ndarray,
+        learners: np.ndarray,
+        seat_policies: np.ndarray,
+        policies: CompiledPolicies,
+        streams: np.ndarray,
+        skip_forced: bool,
+    ) -> tuple[np.ndarray, BatchResults]:
+        """Play each game in ``games`` in compiled code until the seat ``learners[g]`` must
+        decide (DECISION; with ``skip_forced`` its forced moves are played too), a round ends
+        (ROUND_OVER) or a seat whose policy index ``seat_policies[g, seat]`` is -1 is to move
+        (EXTERNAL: the caller moves it). The other seats play ``policies``; uniform ones draw
+        from ``streams[g]`` (uint64, advanced in place). Returns each game's status and the
+        results of the rounds that ended. The vector env's scripted opponents run here."""
+        g = np.asarray(games, dtype=np.int64)
+        t = self.tables
+        out = BatchResults.empty(len(g), t.num_players, t.num_sides)
+        status = np.empty(len(g), dtype=np.int64)
+        ended = _move_kernel(
+            g,
+            g,
+            True,
+            learners,
+            bool(skip_forced),
+            seat_policies,
+            policies.ranks,
+            policies.uniform,
+            streams,
+            status,
+            self._state(),
+            self._constants(),
+            out.arrays(),
+        )
+        return status, out.head(ended)
 
     def play_out(
         self, games: np.ndarray, weights: tuple[float, float, float], epsilon: float, seed: int
@@ -525,30 +595,36 @@ def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _legal_kernel(games, owner, left, right, current, forced, over, low, high, mask):  # pragma: no cover - compiled
-    """Row j of ``mask``: the legal actions of game games[j]'s seat to move. Branch-free
-    over the tiles (every cell written): which tiles fit is random, so branches mispredict."""
-    num_tiles = owner.shape[1]
+    """Row j of ``mask``: the legal actions of game games[j]'s seat to move."""
     for j in range(len(games)):
-        g = games[j]
-        if over[g]:
-            continue
-        seat = current[g]
-        end_l, end_r = left[g], right[g]
-        opening = end_l < 0
-        heaviest = forced[g]
-        found = False
-        for i in range(num_tiles):
-            held = owner[g, i] == seat
-            if opening:  # any held tile on end 0, or only the forced heaviest one
-                fits_l = held & ((heaviest < 0) | (heaviest == i))
-                fits_r = False
-            else:
-                fits_l = held & ((low[i] == end_l) | (high[i] == end_l))
-                fits_r = held & ((low[i] == end_r) | (high[i] == end_r))
-            mask[j, 2 * i] = fits_l
-            mask[j, 2 * i + 1] = fits_r
-            found |= fits_l | fits_r
-        mask[j, 2 * num_tiles] = not found  # RULES.md: pass only when nothing fits
+        if not over[games[j]]:
+            _legal_row(games[j], owner, left, right, current, forced, low, high, mask[j])
+
+
+@njit(cache=True, inline="always")
+def _legal_row(g, owner, left, right, current, forced, low, high, row):  # pragma: no cover - compiled
+    """Fill ``row`` with game g's legal actions for the seat to move; return how many.
+    Branch-free over the tiles (every cell written): which tiles fit is random, so
+    branches would mispredict."""
+    num_tiles = owner.shape[1]
+    seat = current[g]
+    end_l, end_r = left[g], right[g]
+    opening = end_l < 0
+    heaviest = forced[g]
+    count = 0
+    for i in range(num_tiles):
+        held = owner[g, i] == seat
+        if opening:  # any held tile on end 0, or only the forced heaviest one
+            fits_l = held & ((heaviest < 0) | (heaviest == i))
+            fits_r = False
+        else:
+            fits_l = held & ((low[i] == end_l) | (high[i] == end_l))
+            fits_r = held & ((low[i] == end_r) | (high[i] == end_r))
+        row[2 * i] = fits_l
+        row[2 * i + 1] = fits_r
+        count += fits_l + fits_r
+    row[2 * num_tiles] = count == 0  # RULES.md: pass only when nothing fits
+    return max(count, 1)
 
 
 @njit(cache=True)
@@ -616,9 +692,24 @@ def _deal_kernel(
 
 
 @njit(cache=True)
-def _step_kernel(games, actions, state, constants, out):  # pragma: no cover - compiled
-    """Play actions[j] in game games[j] (engine.Round.apply); score each round that ends
-    (RULES.md: domino award, blocked award, match target) into the next row of ``out``."""
+def _move_kernel(
+    games, actions, choose, learners, skip_forced, seat_policies, ranks, uniform, streams, status, state, constants, out
+):  # pragma: no cover - compiled
+    """Play moves in each game games[j] (engine.Round.apply), scoring each round that ends
+    (RULES.md: domino award, blocked award, match target) into the next row of ``out``;
+    returns how many ended. Every rule of a move is written once, here, for both callers:
+
+    - ``choose`` False (:meth:`BatchedGames.step`): one move per game, ``actions[j]``;
+    - ``choose`` True (:meth:`BatchedGames.play_until_decision`): moves until the seat
+      ``learners[g]`` must decide (``status[j]`` DECISION; with ``skip_forced`` its forced
+      moves are played), the round ends (ROUND_OVER) or a seat without a compiled policy
+      (``seat_policies[g, seat]`` -1) is to move (EXTERNAL). A compiled policy plays the
+      highest-``ranks`` legal action (the first on ties), or where ``uniform`` a uniformly
+      random one from the game's splitmix64 stream ``streams[g]``.
+
+    One kernel rather than a helper called per move: passing the ~30 state arrays to a
+    compiled helper refcounts each of them on every call (measured 10x slower).
+    """
     (
         owner,
         left,
@@ -665,109 +756,148 @@ def _step_kernel(games, actions, state, constants, out):  # pragma: no cover - c
     ) = out
     num_players = counts.shape[1]
     num_tiles = owner.shape[1]
+    num_actions = ranks.shape[1]
+    row = np.empty(num_actions, dtype=np.bool_)
     ended = 0
     for j in range(len(games)):
         g = games[j]
-        a = actions[j]
-        seat = current[g]
-        end_l, end_r = left[g], right[g]
-        m = num_moves[g]
-        moves[g, m] = a
-        move_seats[g, m] = seat
-        num_moves[g] = m + 1
-        domino = False
-        club_tile = False
-        if a == pass_action:
-            # RULES.md: must play. A pass proves the seat holds neither end's suit.
-            voids[g, seat] |= (1 << end_l) | (1 << end_r)
-            passes[g] += 1
-            if passes[g] < num_players:
-                current[g] = (seat + 1) % num_players
-                continue
-        else:
-            i = a >> 1
-            x, y = low[i], high[i]
-            if end_l < 0:
-                left[g], right[g] = x, y
-                opening[g] = i
-                fitted_both = False
-            else:
-                fitted_both = (x == end_l or y == end_l) and (x == end_r or y == end_r)
-                if a & 1:
-                    right[g] = x + y - end_r  # the end showing v turns to the tile's other half
+        while True:
+            if choose:
+                seat = current[g]
+                count = _legal_row(g, owner, left, right, current, forced, low, high, row)
+                policy = -1  # the learner's forced move: the only legal action
+                if seat == learners[g]:
+                    if not (skip_forced and count == 1):
+                        status[j] = DECISION
+                        break
                 else:
-                    left[g] = x + y - end_l
-            owner[g, i] = PLAYED
-            counts[g, seat] -= 1
-            passes[g] = 0
-            if counts[g, seat] > 0:
-                current[g] = (seat + 1) % num_players
-                continue
-            domino = True
-            club_tile = x == y or fitted_both
-        hand_pips = out_hand_pips[ended]
-        side_pips = out_side_pips[ended]
-        for t in range(num_tiles):
-            if owner[g, t] >= 0:
-                hand_pips[owner[g, t]] += pips[t]
-        for s in range(num_players):
-            side_pips[side_of[s]] += hand_pips[s]
-        total = side_pips.sum()
-        doubled = False
-        if domino:
-            winner = seat
-            side = side_of[seat]
-            award = total - side_pips[side]  # all opponents' pips; a partner is no opponent
-            if club_doubling and club_tile:
-                award *= 2
-                doubled = True
-        else:
-            lowest = side_pips.min()
-            side = -1
-            ties = 0
-            for s in range(num_sides):
-                if side_pips[s] == lowest:
-                    ties += 1
-                    side = s
-            if ties > 1:  # a tie for lowest scores nobody
-                side, winner, award = -1, -1, 0
+                    policy = seat_policies[g, seat]
+                    if policy < 0:
+                        status[j] = EXTERNAL
+                        break
+                a = -1
+                if policy >= 0 and uniform[policy]:
+                    u, streams[g] = _next_random(streams[g])
+                    pick = int(u * count)
+                    for b in range(num_actions):
+                        pick -= row[b]
+                        if pick < 0:
+                            a = b
+                            break
+                else:
+                    best = -(2**62)
+                    for b in range(num_actions):
+                        rank = 0 if policy < 0 else ranks[policy, b]
+                        if row[b] and rank > best:
+                            best, a = rank, b
             else:
-                others = total - lowest
-                award = others - lowest if subtract_own else others
-                winner = side
-                if partnership:  # the lighter partner; on a tie, the first from the leader
-                    a_pips, b_pips = hand_pips[side], hand_pips[side + 2]
-                    if b_pips < a_pips or (
-                        b_pips == a_pips and (side + 2 - leader[g]) % num_players < (side - leader[g]) % num_players
-                    ):
-                        winner = side + 2
-        # The match: the award, then the target (reaching it wins; a tie for the highest draws).
-        if side >= 0:
-            scores[g, side] += award
-        best = scores[g].max()
-        leaders = 0
-        best_side = -1
-        for s in range(num_sides):
-            if scores[g, s] == best:
-                leaders += 1
-                best_side = s
-        if round_episode:
-            over_now, episode_winner = True, side
-        else:
-            over_now = best >= target
-            episode_winner = best_side if over_now and leaders == 1 else -1
-        over[g] = True
-        episode_over[g] = over_now
-        last_winner[g] = winner
-        out_games[ended] = g
-        out_end[ended] = DOMINO if domino else BLOCKED
-        out_winner[ended] = winner
-        out_side[ended] = side
-        out_award[ended] = award
-        out_doubled[ended] = doubled
-        out_episode_over[ended] = over_now
-        out_episode_winner[ended] = episode_winner
-        ended += 1
+                a = actions[j]
+            seat = current[g]
+            end_l, end_r = left[g], right[g]
+            m = num_moves[g]
+            moves[g, m] = a
+            move_seats[g, m] = seat
+            num_moves[g] = m + 1
+            domino = False
+            club_tile = False
+            if a == pass_action:
+                # RULES.md: must play. A pass proves the seat holds neither end's suit.
+                voids[g, seat] |= (1 << end_l) | (1 << end_r)
+                passes[g] += 1
+                if passes[g] < num_players:
+                    current[g] = (seat + 1) % num_players
+                    if choose:
+                        continue  # this game's next move
+                    break
+            else:
+                i = a >> 1
+                x, y = low[i], high[i]
+                if end_l < 0:
+                    left[g], right[g] = x, y
+                    opening[g] = i
+                    fitted_both = False
+                else:
+                    fitted_both = (x == end_l or y == end_l) and (x == end_r or y == end_r)
+                    if a & 1:
+                        right[g] = x + y - end_r  # the end showing v turns to the tile's other half
+                    else:
+                        left[g] = x + y - end_l
+                owner[g, i] = PLAYED
+                counts[g, seat] -= 1
+                passes[g] = 0
+                if counts[g, seat] > 0:
+                    current[g] = (seat + 1) % num_players
+                    if choose:
+                        continue  # this game's next move
+                    break
+                domino = True
+                club_tile = x == y or fitted_both
+            hand_pips = out_hand_pips[ended]
+            side_pips = out_side_pips[ended]
+            for t in range(num_tiles):
+                if owner[g, t] >= 0:
+                    hand_pips[owner[g, t]] += pips[t]
+            for s in range(num_players):
+                side_pips[side_of[s]] += hand_pips[s]
+            total = side_pips.sum()
+            doubled = False
+            if domino:
+                winner = seat
+                side = side_of[seat]
+                award = total - side_pips[side]  # all opponents' pips; a partner is no opponent
+                if club_doubling and club_tile:
+                    award *= 2
+                    doubled = True
+            else:
+                lowest = side_pips.min()
+                side = -1
+                ties = 0
+                for s in range(num_sides):
+                    if side_pips[s] == lowest:
+                        ties += 1
+                        side = s
+                if ties > 1:  # a tie for lowest scores nobody
+                    side, winner, award = -1, -1, 0
+                else:
+                    others = total - lowest
+                    award = others - lowest if subtract_own else others
+                    winner = side
+                    if partnership:  # the lighter partner; on a tie, the first from the leader
+                        a_pips, b_pips = hand_pips[side], hand_pips[side + 2]
+                        if b_pips < a_pips or (
+                            b_pips == a_pips and (side + 2 - leader[g]) % num_players < (side - leader[g]) % num_players
+                        ):
+                            winner = side + 2
+            # The match: the award, then the target (reaching it wins; a tie for the highest draws).
+            if side >= 0:
+                scores[g, side] += award
+            best = scores[g].max()
+            leaders = 0
+            best_side = -1
+            for s in range(num_sides):
+                if scores[g, s] == best:
+                    leaders += 1
+                    best_side = s
+            if round_episode:
+                over_now, episode_winner = True, side
+            else:
+                over_now = best >= target
+                episode_winner = best_side if over_now and leaders == 1 else -1
+            over[g] = True
+            episode_over[g] = over_now
+            last_winner[g] = winner
+            out_games[ended] = g
+            out_end[ended] = DOMINO if domino else BLOCKED
+            out_winner[ended] = winner
+            out_side[ended] = side
+            out_award[ended] = award
+            out_doubled[ended] = doubled
+            out_episode_over[ended] = over_now
+            out_episode_winner[ended] = episode_winner
+            ended += 1
+            if choose:
+                status[j] = ROUND_OVER
+            break
     return ended
 
 

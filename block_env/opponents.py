@@ -41,6 +41,24 @@ class BatchOpponent(Opponent, Protocol):
         ...
 
 
+#: ``compiled_policy`` of an opponent that picks uniformly among the legal actions. An opponent
+#: whose ``compiled_policy`` is UNIFORM or a rank array (2T+1,) int (it plays the highest-ranked
+#: legal action, the first on ties) is played inside the batched engine's compiled loop by the
+#: vector env, without a call per move: it must choose as its ``act`` does (for UNIFORM, in
+#: distribution: the env draws from its own seeded streams).
+UNIFORM = "uniform"
+
+
+def compiled_policy(opponent: Opponent) -> np.ndarray | str | None:
+    """The opponent's compiled policy (UNIFORM or a rank array), or None."""
+    policy = getattr(opponent, "compiled_policy", None)
+    if policy is None or (isinstance(policy, str) and policy == UNIFORM):
+        return policy
+    if isinstance(policy, np.ndarray) and policy.ndim == 1 and np.issubdtype(policy.dtype, np.integer):
+        return policy
+    raise ValueError(f"{opponent!r}: compiled_policy must be {UNIFORM!r} or a 1-D integer rank array, got {policy!r}")
+
+
 #: Turns an agent spec string into an Opponent (e.g. ``block_env.agents.AgentFactory``).
 OpponentFactory = Callable[[str], Opponent]
 

@@ -4,8 +4,10 @@ environments"): a Gymnasium ``VectorEnv`` in one process.
 Made by ``gymnasium.make_vec("block_env/BlockDominoes-v0", num_envs=N,
 vectorization_mode="vector_entry_point", ...)`` with the single env's options. Each game has a
 learning seat; the other seats are played by opponents until the learner's next decision.
-Opponents with ``act_batch(observations, masks)`` (the :class:`BatchOpponent` protocol: random,
-greedy and frozen policy snapshots) act for every game waiting on them in one call; others
+Random and greedy opponents (a ``compiled_policy``, see :mod:`block_env.opponents`) and the
+learner's forced moves are played inside the batched engine's compiled loop, with no call per
+move. Other opponents with ``act_batch(observations, masks)`` (the :class:`BatchOpponent`
+protocol: frozen policy snapshots) act for every game waiting on them in one call; the rest
 (strategic, search) act game by game through ``act(obs)``.
 """
 
@@ -21,9 +23,9 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from block_env.aec import parse_reset_options
-from block_env.batched import BatchedGames, BatchResults
+from block_env.batched import DECISION, EXTERNAL, BatchedGames, BatchResults, CompiledPolicies
 from block_env.observations import batch_encoder, layout_for
-from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, resolve_opponents
+from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, compiled_policy, resolve_opponents
 from block_env.options import (
     ENCODINGS,
     EPISODES,
@@ -139,12 +141,22 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         if hasattr(self, "seat_opponents"):
             self.seat_opponents %= len(pool)
         self.opponents = pool
+        compiled = [compiled_policy(o) for o in pool]
+        # Pool index -> row of the compiled policies (-1: the opponent acts through Python).
+        self._policy_index = np.full(len(pool), -1, dtype=np.int64)
+        rows: list[np.ndarray | None] = []
+        for index, policy in enumerate(compiled):
+            if policy is not None:
+                self._policy_index[index] = len(rows)
+                rows.append(None if isinstance(policy, str) else np.asarray(policy, dtype=np.int64))
+        self._policies = CompiledPolicies.build(rows, self.rules.tile_set.num_actions)
         self._batched = [isinstance(o, BatchOpponent) for o in pool]
         self._observes = [not batched or getattr(o, "observes", True) for o, batched in zip(pool, self._batched)]
 
     def batched_opponents(self) -> list[bool]:
-        """Which pool entries act in batch (``act_batch``); the others act game by game."""
-        return list(self._batched)
+        """Which pool entries act in batch (compiled, or ``act_batch``); the others act game
+        by game."""
+        return [batched or index >= 0 for batched, index in zip(self._batched, self._policy_index)]
 
     # -- Gymnasium API ------------------------------------------------------------------------
 
@@ -160,6 +172,8 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.games.reset(seed=int(self.np_random.integers(SEED_BOUND)))
         for i, opponent in enumerate(self.opponents):
             opponent.reset(seed=int(self.np_random.integers(SEED_BOUND)) + i)
+        # A splitmix64 stream per game for the compiled uniform (random) opponents.
+        self._streams = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.uint64)
         everyone = self.games.all_games
         step = _Step(self.num_envs, self._encode.layout.size)
         self._draw_seats(everyone)
@@ -245,7 +259,8 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     def _play_until_learner(self, games: np.ndarray, step: _Step) -> None:
         """Play the opponents' moves (and the learner's forced ones) in ``games`` until each
         learner has a real decision; an episode that ends on the way is kept (its final
-        observation) and a new one starts in the same game (SAME_STEP autoreset)."""
+        observation) and a new one starts in the same game (SAME_STEP autoreset). Compiled
+        opponents move inside the engine's loop; the others one move per pass here."""
         engine = self.games
         pending = games
         while len(pending):
@@ -255,18 +270,23 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             next_round = pending[engine.over[pending]]
             if len(next_round):
                 engine.advance(next_round)  # match episodes: the next round of the match
-            masks = engine.legal_mask(pending)
-            learner_turn = engine.current[pending] == self.seats[pending]
-            forced = learner_turn & (masks.sum(axis=1) == 1) & self.skip_forced
-            acting = ~learner_turn | forced
-            step.fresh[pending[~acting]] = False  # a real decision: the new episode counts
-            pending, masks = pending[acting], masks[acting]
-            if not len(pending):
-                return
-            actions = masks.argmax(axis=1)  # a forced move: the only legal action
-            by_opponent = ~forced[acting]
-            self._opponent_actions(pending[by_opponent], masks[by_opponent], actions, np.flatnonzero(by_opponent))
-            self._collect(engine.step(actions, pending, check=False), step)
+            status, results = engine.play_until_decision(
+                pending,
+                self.seats,
+                self._policy_index[self.seat_opponents],
+                self._policies,
+                self._streams,
+                self.skip_forced,
+            )
+            self._collect(results, step)
+            step.fresh[pending[status == DECISION]] = False  # a real decision: the new episode counts
+            external = pending[status == EXTERNAL]
+            if len(external):
+                actions = np.empty(len(external), dtype=np.int64)
+                masks = engine.legal_mask(external)
+                self._opponent_actions(external, masks, actions, np.arange(len(external)))
+                self._collect(engine.step(actions, external, check=False), step)
+            pending = pending[status != DECISION]
 
     def _restart(self, games: np.ndarray, step: _Step) -> None:
         """Keep the final observation of episodes that ended, then deal each game a new one.
