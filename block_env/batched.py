@@ -293,25 +293,24 @@ class BatchedGames:
             self._deal(g[~new], first=False)
 
     def _deal(self, g: np.ndarray, first: bool) -> None:
-        """Deal a round in games ``g``: numpy's generator draws (a shuffle key per tile, then
-        lots for first leads), a compiled loop lays out the hands and the leader."""
+        """Deal a round in games ``g``: numpy's generator draws one seed per deal, and a
+        compiled loop shuffles the tiles from it (splitmix64, Fisher-Yates), lays out the
+        hands and picks the leader (drawing the lot from the same stream)."""
         k = len(g)
         if k == 0:
             return
         t = self.tables
-        draws = self.rng.random((k, t.num_tiles))
+        seeds = self.rng.integers(0, 2**63, size=k, dtype=np.uint64)
         rule = self.rules.first_lead if first else self.rules.next_lead
-        lots = np.zeros(0, dtype=np.int64)
         if rule == "heaviest":
             lead_rule = LEAD_HEAVIEST
         elif first:
-            lead_rule, lots = LEAD_LOT, self.rng.integers(t.num_players, size=k)
+            lead_rule = LEAD_LOT
         else:
             lead_rule = LEAD_ROTATE if rule == "rotate" else LEAD_WINNER
         _deal_kernel(
             g,
-            draws,
-            lots,
+            seeds,
             lead_rule,
             self.rules.resolved_hand_size,
             t.lead_rank,
@@ -630,8 +629,7 @@ def _legal_row(g, owner, left, right, current, forced, low, high, row):  # pragm
 @njit(cache=True)
 def _deal_kernel(
     games,
-    draws,
-    lots,
+    seeds,
     lead_rule,
     hand_size,
     lead_rank,
@@ -650,19 +648,23 @@ def _deal_kernel(
     over,
     last_winner,
 ):  # pragma: no cover - compiled
-    """Deal game games[j] from its row of shuffle keys (numpy's argsort order): the tiles in
-    key order, hand_size to each seat in turn, the rest out of play; then the leader by
-    ``lead_rule``."""
+    """Deal game games[j] from its seed: the tiles shuffled (Fisher-Yates), hand_size to each
+    seat in turn, the rest out of play; then the leader by ``lead_rule`` (a lot: from the
+    same stream)."""
     num_players = counts.shape[1]
     num_tiles = owner.shape[1]
+    order = np.empty(num_tiles, dtype=np.int64)
     for j in range(len(games)):
         g = games[j]
-        keys, hands = draws[j], owner[g]
-        for i in range(num_tiles):  # tile i's place in key order (keys are distinct floats)
-            place = 0
-            for other in range(num_tiles):
-                place += keys[other] < keys[i]
-            hands[i] = place // hand_size if place < num_players * hand_size else OUT_OF_PLAY
+        state = seeds[j]
+        for i in range(num_tiles):
+            order[i] = i
+        for i in range(num_tiles - 1, 0, -1):
+            u, state = _next_random(state)
+            k = int(u * (i + 1))
+            order[i], order[k] = order[k], order[i]
+        for place in range(num_tiles):
+            owner[g, order[place]] = place // hand_size if place < num_players * hand_size else OUT_OF_PLAY
         heaviest = -1
         if lead_rule == LEAD_HEAVIEST:  # the heaviest tile dealt leads (doubles first)
             best = -1
@@ -671,7 +673,8 @@ def _deal_kernel(
                     best, heaviest = lead_rank[i], i
             seat = owner[g, heaviest]
         elif lead_rule == LEAD_LOT:
-            seat = lots[j]
+            u, state = _next_random(state)
+            seat = int(u * num_players)
         elif lead_rule == LEAD_ROTATE or last_winner[g] < 0:  # after a tied block the lead rotates
             seat = (leader[g] + 1) % num_players
         else:  # the previous winner leads
