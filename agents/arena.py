@@ -142,20 +142,34 @@ def _play_deal_task(args: tuple[ArenaConfig, int, int]) -> list[dict[str, Any]]:
     return play_deal(*args, agents=_WORKER_AGENTS)
 
 
+def play_deal_batch(
+    config: ArenaConfig, deals: Sequence[tuple[int, int]], agents: dict[str, Agent]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(deal, records) for each (deal, seed), ``agents`` caching the built agents (a Ray
+    task's body: ``block_env.agents.ray_arena``)."""
+    return [(deal, play_deal(config, deal, seed, agents=agents)) for deal, seed in deals]
+
+
 #: The file in an arena's output folder that holds every finished deal's records, one JSON
 #: line per deal, after a first line with the run's config: what --resume continues from.
 RECORDS_FILE = "records.jsonl"
 
 
 def run_arena(
-    config: ArenaConfig, progress: bool = True, records_path: str | Path | None = None, resume: bool = False
+    config: ArenaConfig,
+    progress: bool = True,
+    records_path: str | Path | None = None,
+    resume: bool = False,
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Play every deal (in parallel when ``config.workers > 1``), with a progress bar.
 
     With ``records_path`` each finished deal's records are appended to that JSON-lines file
     as it finishes (nothing is lost to an interruption); ``resume`` reads the deals already
     there (the file's config must be this one) and plays only the others, so the result is
-    exactly that of an uninterrupted run.
+    exactly that of an uninterrupted run. With ``ray_address`` ("local", "auto" or a
+    cluster's address) the deals run as Ray tasks (:mod:`block_env.agents.ray_arena`),
+    with the same results.
     """
     seeds = deal_seeds(config.seed, config.deals)
     done: dict[int, list[dict[str, Any]]] = {}
@@ -166,7 +180,7 @@ def run_arena(
     with bar as update:
         for _ in done:
             update()
-        for deal, records in _play(config, tasks):
+        for deal, records in _play(config, tasks, ray_address):
             done[deal] = records
             if records_path is not None:
                 with open(records_path, "a") as f:
@@ -175,8 +189,18 @@ def run_arena(
     return [r for deal in sorted(done) for r in done[deal]]
 
 
-def _play(config: ArenaConfig, tasks: list[tuple[ArenaConfig, int, int]]) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-    """(deal, records) for each task as it finishes, in order."""
+def _play(
+    config: ArenaConfig, tasks: list[tuple[ArenaConfig, int, int]], ray_address: str | None = None
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(deal, records) for each task as it finishes (in order, but on Ray)."""
+    if ray_address is not None:
+        try:
+            from block_env.agents.ray_arena import play_on_ray
+        except ImportError as e:
+            raise ValueError(f"the arena on Ray needs the [ray] extra (pip install 'block-env[ray]'): {e}") from None
+
+        yield from play_on_ray(config, [(deal, seed) for _, deal, seed in tasks], ray_address)
+        return
     if config.workers == 1:
         agents: dict[str, Agent] = {}
         for task in tasks:
@@ -541,8 +565,10 @@ def evaluate(
     workers: int = 1,
     progress: bool = False,
     record: bool = False,
+    ray_address: str | None = None,
 ) -> ArenaReport:
-    """Play and summarize in one call (the Python face of ``block-dominoes eval``)."""
+    """Play and summarize in one call (the Python face of ``block-dominoes eval``);
+    ``ray_address`` runs the deals on Ray (see :func:`run_arena`)."""
     config = ArenaConfig(
         agents=tuple(agents),
         rules=resolve_rules(rules),
@@ -552,4 +578,4 @@ def evaluate(
         workers=workers,
         record=record,
     )
-    return summarize(config, run_arena(config, progress=progress))
+    return summarize(config, run_arena(config, progress=progress, ray_address=ray_address))

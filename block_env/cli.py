@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -75,7 +76,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if records.exists() and not args.resume:
         raise ValueError(f"{records} exists: pass --resume to continue that run, or choose another --out")
     try:
-        played = run_arena(config, progress=not args.quiet, records_path=records, resume=args.resume)
+        played = run_arena(
+            config, progress=not args.quiet, records_path=records, resume=args.resume, ray_address=args.ray
+        )
     except KeyboardInterrupt:
         print(f"interrupted: the finished deals are in {records}; continue with the same command and --resume")
         return 130
@@ -130,6 +133,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     summary = train(config, _output_folder(args.out), resume=args.resume, progress=not args.quiet)
     print(json.dumps(summary, indent=2))
     return 130 if summary.get("interrupted") else 0
+
+
+def cmd_train_rllib(args: argparse.Namespace) -> int:
+    try:
+        from block_env.training.rllib import RLlibConfig, train_rllib
+    except ImportError as e:
+        raise ValueError(f"train-rllib needs the [ray] extra (pip install 'block-env[ray]'): {e}") from None
+    config = RLlibConfig.load(args.config)
+    if args.iterations is not None:
+        config = dataclasses.replace(config, iterations=args.iterations)
+    summary = train_rllib(
+        config,
+        _output_folder(args.out),
+        address=args.address,
+        resume=args.resume,
+        progress=not args.quiet,
+        evaluate_against=tuple(args.evaluate) if args.evaluate else None,
+    )
+    print(summary.pop("arena", ""))
+    print(json.dumps(summary, indent=2))
+    return 0
 
 
 def cmd_main(args: argparse.Namespace) -> int:
@@ -192,6 +216,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/arena", help="folder for summary.md/.csv, report.json, chart.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="play the deals as Ray tasks: on a local Ray started for the run (no ADDRESS; --workers CPUs), "
+        "'auto' (the cluster this machine is in) or a cluster's address (extra [ray])",
+    )
+    p.add_argument(
         "--record", action="store_true", help="keep every deal's full move record in records.jsonl (replay: serve)"
     )
     p.add_argument(
@@ -206,6 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episode", choices=EPISODES, default="match")
     p.add_argument("--seed", type=_seed_arg, default=None)
     p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("train-rllib", help="self-play PPO on Ray RLlib (a local Ray or a cluster; extra [ray])")
+    p.add_argument("--config", default="configs/rllib.yaml", help="YAML RLlib config")
+    p.add_argument("--out", default="runs/rllib", help="run folder (checkpoint, TensorBoard logs, exported agent)")
+    p.add_argument("--address", default=None, help="a Ray cluster's address, or 'auto' (default: a local Ray)")
+    p.add_argument("--iterations", type=_positive_int, default=None, help="override the config's iterations")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    p.add_argument(
+        "--evaluate", nargs="*", default=["random", "greedy"], help="agent specs the exported agent meets in the arena"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train_rllib)
 
     p = sub.add_parser("serve", help="play and replay in the browser (a local web app; extra [web])")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")

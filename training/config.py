@@ -289,15 +289,25 @@ def _convert(hint: Any, value: Any, name: str) -> Any:
     return value
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Read and validate a YAML config; ``overrides`` replace top-level keys."""
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file's contents (ValueError naming the file for a syntax error)."""
     import yaml
 
     text = Path(path).read_text()
     try:
-        values = yaml.safe_load(text) or {}
+        return yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
         raise ValueError(f"{path} is not valid YAML: {' '.join(str(e).split())}") from None
+
+
+def build_dataclass(cls: type, values: Any) -> Any:
+    """A config dataclass from a mapping: unknown keys and wrong types are errors naming the key."""
+    return _build(cls, values, "")
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read and validate a YAML config; ``overrides`` replace top-level keys."""
+    values = read_yaml(path)
     if overrides:
         values = {**values, **overrides}
     config = _build(TrainConfig, values, "")

@@ -1,0 +1,140 @@
+"""The arena on Ray and self-play training on RLlib, on a local Ray with 2 CPUs at tiny sizes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.rllib")
+
+from block_env.aec import raw_env  # noqa: E402
+from block_env.agents import make_agent  # noqa: E402
+from block_env.agents.arena import evaluate  # noqa: E402
+from block_env.agents.ray_arena import batch_size  # noqa: E402
+from block_env.rules import PRESETS  # noqa: E402
+from block_env.training.rllib import RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
+
+# One local Ray per test process: the tests of this module run in one xdist worker.
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("rules, episode", [("standard", "round"), ("standard_3p", "match")])
+def test_arena_on_ray_gives_the_local_numbers(local_ray, rules, episode):
+    agents = ["greedy", "random", "strategic"]
+    local = evaluate(agents, rules, episode=episode, deals=6, seed=3, workers=1)
+    on_ray = evaluate(agents, rules, episode=episode, deals=6, seed=3, ray_address="local")
+    assert on_ray.records == local.records
+    assert on_ray.agents == local.agents and on_ray.head_to_head == local.head_to_head
+
+
+def test_batches_give_every_cpu_several_tasks_and_stay_bounded():
+    assert batch_size(1000, 2) == 64 and batch_size(100, 2) == 12 and batch_size(3, 8) == 1
+
+
+def test_eval_cli_runs_on_ray_and_streams_records(tmp_path):
+    out = tmp_path / "arena"
+    cli = [sys.executable, "-m", "block_env.cli", "eval", "--agents", "greedy", "random", "--deals", "4"]
+    done = subprocess.run(
+        [*cli, "--ray", "--workers", "2", "--quiet", "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = (out / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 5 and json.loads(lines[0])["config"]["deals"] == 4
+    local = subprocess.run(
+        [*cli, "--workers", "1", "--quiet", "--out", str(tmp_path / "local")], capture_output=True, text=True
+    )
+    assert (out / "summary.md").read_text() == (tmp_path / "local" / "summary.md").read_text()
+    assert local.returncode == 0
+
+
+def test_rllib_env_is_turn_based_with_masks_and_scaled_zero_sum_rewards():
+    env = make_rllib_env({"rules": "standard", "reward_scale": 0.05})
+    obs, _ = env.reset(seed=4)
+    rewards, done = {}, False
+    while not done:
+        (agent,) = obs
+        mask = obs[agent]["action_mask"]
+        assert mask.dtype == np.float32 and mask.sum() >= 1
+        obs, rewards, terminated, _, _ = env.step({agent: int(np.flatnonzero(mask)[0])})
+        done = terminated["__all__"]
+    assert sum(rewards.values()) == pytest.approx(0.0) and any(rewards.values())
+
+
+def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path):
+    config = RLlibConfig(
+        iterations=1,
+        num_env_runners=0,
+        envs_per_runner=2,
+        train_batch_size=200,
+        minibatch_size=100,
+        num_epochs=1,
+        hidden=(32, 32),
+        snapshots=1,
+        snapshot_every=1,
+        checkpoint_every=1,
+        final_deals=4,
+    )
+    run = tmp_path / "run"
+    first = train_rllib(config, run, progress=False, evaluate_against=("greedy",))
+    assert (run / "checkpoint").is_dir() and (run / "tensorboard").is_dir() and "policy:" in first["arena"]
+    with pytest.raises(ValueError, match="pass --resume"):
+        train_rllib(config, run, progress=False)
+    second = train_rllib(dataclasses.replace(config, iterations=2), run, resume=True, progress=False)
+    assert second["env_steps"] > first["env_steps"]  # continued, not restarted
+    assert json.loads((run / "progress.json").read_text())["iteration"] == 2
+    agent = make_agent(f"policy:{run / 'agent'}", PRESETS["standard"])
+    env = raw_env("standard")
+    env.reset(seed=1)
+    while not all(env.terminations.values()):
+        obs = env.observe(env.agent_selection)
+        action = agent.act(obs)
+        assert obs["action_mask"][action]
+        env.step(action)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_an_exported_rllib_module_loads_weights_only_and_plays_legal_moves(preset, tmp_path):
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    config = RLlibConfig(rules=preset, hidden=(16,))
+    env = make_rllib_env({"rules": preset})
+    module = ActionMaskingTorchRLModule(
+        observation_space=env.observation_spaces["player_0"],
+        action_space=env.action_spaces["player_0"],
+        model_config={"fcnet_hiddens": [16], "fcnet_activation": "tanh", "vf_share_layers": False},
+    )
+    folder = export_agent(module, config, tmp_path / "agent")
+    agent = make_agent(f"policy:{folder}", PRESETS[preset])  # torch.load(weights_only=True) inside
+    game = raw_env(preset)
+    game.reset(seed=2)
+    while not all(game.terminations.values()):
+        obs = game.observe(game.agent_selection)
+        action = agent.act(obs)
+        assert obs["action_mask"][action]
+        game.step(action)
+
+
+def test_rllib_config_errors_name_the_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("iterations: 0\n")
+    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+        RLlibConfig.load(path)
+    path.write_text("scripted: [strategic]\n")
+    with pytest.raises(ValueError, match="scripted opponents must be among"):
+        RLlibConfig.load(path)
+    path.write_text("colour: red\n")
+    with pytest.raises(ValueError, match=r"unknown config key\(s\) colour"):
+        RLlibConfig.load(path)

@@ -1,0 +1,429 @@
+"""Self-play PPO on Ray RLlib's new API stack (``block-dominoes train-rllib``; extra ``[ray]``).
+
+The PettingZoo AEC env (``block_env.raw_env``) reaches RLlib through its ``PettingZooEnv``
+wrapper, multi-agent: one module ``main`` is trained (RLlib's action-masking PPO module,
+the mask taken from each observation), and every other seat of an episode is played by a
+frozen snapshot of ``main`` (``snapshot_k``, refreshed round-robin every ``snapshot_every``
+iterations) or a scripted baseline (a module that plays the agent's rule from the mask:
+random or greedy). Checkpoints (RLlib's, resumable) and TensorBoard logs go to the run
+folder, and the trained ``main`` is exported as a block_env agent folder (agent.json +
+policy.pth, loaded weights-only) that the arena, ``play`` and the Gymnasium opponents use as
+``policy:PATH``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo.utils.wrappers import BaseWrapper
+
+from block_env.aec import raw_env
+from block_env.agents.policy import ACTIVATIONS, build_policy, save_agent
+from block_env.observations import layout_for
+from block_env.options import ENCODINGS
+from block_env.rules import PRESETS, Rules, check_choice
+from block_env.seeding import derive_seed
+from block_env.training.config import build_dataclass, read_yaml
+
+MAIN = "main"
+SCRIPTED = ("random", "greedy")
+CHECKPOINT = "checkpoint"
+EXPORT = "agent"
+
+
+# -- config ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class RLlibConfig:
+    """configs/rllib.yaml: what to train and how (every field checked on load)."""
+
+    rules: str = "standard"
+    observation: str = "vector"
+    iterations: int = 40
+    seed: int = 0
+    num_env_runners: int = 1
+    envs_per_runner: int = 8
+    train_batch_size: int = 4000
+    minibatch_size: int = 500
+    num_epochs: int = 4
+    lr: float = 3e-4
+    gamma: float = 1.0
+    lambda_: float = 0.95
+    clip_param: float = 0.2
+    entropy_coeff: float = 0.01
+    hidden: tuple[int, ...] = (256, 256)
+    activation: str = "tanh"
+    reward_scale: float = 0.05
+    scripted: tuple[str, ...] = ("random", "greedy")
+    snapshots: int = 3
+    snapshot_every: int = 5
+    self_play_share: float = 0.5
+    checkpoint_every: int = 10
+    final_deals: int = 1000
+
+    def __post_init__(self) -> None:
+        check_choice("rules", self.rules, tuple(PRESETS))
+        check_choice("observation", self.observation, ENCODINGS)
+        check_choice("activation", self.activation, ACTIVATIONS)
+        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs"):
+            _positive_int(name, getattr(self, name))
+        for name in ("snapshots", "snapshot_every", "checkpoint_every", "final_deals", "num_env_runners", "seed"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        for name in ("lr", "gamma", "lambda_", "clip_param", "entropy_coeff", "reward_scale", "self_play_share"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not self.hidden or not all(type(h) is int and h > 0 for h in self.hidden):
+            raise ValueError(f"hidden must be a list of positive ints, got {list(self.hidden)!r}")
+        unknown = [s for s in self.scripted if s not in SCRIPTED]
+        if unknown:
+            raise ValueError(f"scripted opponents must be among {SCRIPTED}, got {unknown}")
+        if not self.scripted and not self.snapshots:
+            raise ValueError("give some opponents: scripted baselines, snapshots, or both")
+        if self.self_play_share > 1:
+            raise ValueError(f"self_play_share must be in [0, 1], got {self.self_play_share}")
+
+    @property
+    def rules_object(self) -> Rules:
+        return PRESETS[self.rules]
+
+    @classmethod
+    def load(cls, path: str | Path) -> RLlibConfig:
+        """Read and check a YAML config (ValueError names the file and the key)."""
+        values = read_yaml(path)
+        if isinstance(values, dict) and "lambda" in values:  # a Python keyword: the field is lambda_
+            values = {("lambda_" if k == "lambda" else k): v for k, v in values.items()}
+        try:
+            return build_dataclass(cls, values)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+# -- the env, as RLlib sees it ----------------------------------------------------------------
+
+
+class _MaskedObservations(BaseWrapper):
+    """The AEC env with observations as RLlib's action-masking module reads them
+    ({"observations": the encoding, "action_mask": float 0/1}) and rewards times
+    ``reward_scale`` (PPO's value loss wants them near 1)."""
+
+    def __init__(self, env: Any, reward_scale: float = 1.0) -> None:
+        super().__init__(env)
+        self.reward_scale = reward_scale
+        size = env.observation_space(env.possible_agents[0])["observation"].shape
+        num_actions = env.action_space(env.possible_agents[0]).n
+        self._space = gymnasium.spaces.Dict(
+            {
+                "observations": gymnasium.spaces.Box(0.0, np.inf, shape=size, dtype=np.float32),
+                "action_mask": gymnasium.spaces.Box(0.0, 1.0, shape=(num_actions,), dtype=np.float32),
+            }
+        )
+
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
+        return self._space
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        obs = self.env.observe(agent)
+        return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
+
+    def last(self, observe: bool = True) -> tuple:
+        obs, reward, terminated, truncated, info = super().last(observe)
+        return obs, reward * self.reward_scale, terminated, truncated, info
+
+
+def make_rllib_env(env_config: dict[str, Any]) -> Any:
+    """RLlib's MultiAgentEnv over block_env's AEC env (one round per episode, zero-sum)."""
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+    env = raw_env(
+        env_config.get("rules", "standard"),
+        episode="round",
+        reward="zero_sum",
+        observation=env_config.get("observation", "vector"),
+    )
+    return PettingZooEnv(_MaskedObservations(env, env_config.get("reward_scale", 1.0)))
+
+
+# -- modules ---------------------------------------------------------------------------------
+
+
+def _scripted_module_class() -> type:
+    """An RLModule that plays a scripted baseline from the action mask (never trained)."""
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    class ScriptedRLModule(RLModule):
+        def setup(self) -> None:
+            self.policy = self.model_config["policy"]
+            self.rank = np.asarray(self.model_config.get("rank", []), dtype=np.float64)
+            self.rng = np.random.default_rng(self.model_config.get("seed"))
+
+        def _forward(self, batch: dict, **kwargs: Any) -> dict:
+            masks = np.asarray(batch[Columns.OBS]["action_mask"]) > 0
+            if self.policy == "greedy":
+                actions = np.where(masks, self.rank, -2.0).argmax(axis=1)
+            else:  # uniform over the legal actions
+                keys = self.rng.random(masks.shape) * masks
+                actions = keys.argmax(axis=1)
+            return {Columns.ACTIONS: actions}
+
+        def _forward_train(self, *args: Any, **kwargs: Any) -> dict:
+            raise NotImplementedError("a scripted module is not trained")
+
+    return ScriptedRLModule
+
+
+def greedy_rank(rules: Rules) -> list[float]:
+    """block_env's greedy order (heaviest tile, doubles first, then the lower action id) as
+    one number per action."""
+    ranks = [2 * (a + b) + (a == b) for a, b in rules.tile_set.tiles for _ in (0, 1)]
+    return [float(r) for r in ranks] + [-1.0]
+
+
+def module_ids(config: RLlibConfig) -> list[str]:
+    return [MAIN, *(f"snapshot_{k}" for k in range(config.snapshots)), *config.scripted]
+
+
+def build_algorithm(config: RLlibConfig, run: Path) -> Any:
+    """An RLlib PPO Algorithm for ``config`` (Ray must be initialised)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+    from ray.tune.registry import register_env
+
+    register_env("block_env_rllib", make_rllib_env)
+    rules = config.rules_object
+    env_config = {"rules": config.rules, "observation": config.observation, "reward_scale": config.reward_scale}
+    learner_spec = RLModuleSpec(
+        module_class=ActionMaskingTorchRLModule,
+        model_config={
+            "fcnet_hiddens": list(config.hidden),
+            "fcnet_activation": config.activation,
+            "vf_share_layers": False,
+        },
+    )
+    scripted = _scripted_module_class()
+    specs = {MAIN: learner_spec, **{f"snapshot_{k}": learner_spec for k in range(config.snapshots)}}
+    for name in config.scripted:
+        specs[name] = RLModuleSpec(module_class=scripted, model_config={"policy": name, "rank": greedy_rank(rules)})
+    mapping = _mapping_fn(config, rules.num_players)
+    ppo = (
+        PPOConfig()
+        .environment(
+            "block_env_rllib", env_config=env_config, disable_env_checking=True
+        )  # its checker plays illegal moves
+        .env_runners(
+            num_env_runners=config.num_env_runners,
+            num_envs_per_env_runner=config.envs_per_runner,
+            num_cpus_per_env_runner=1,
+        )
+        .multi_agent(policies=set(specs), policy_mapping_fn=mapping, policies_to_train=[MAIN])
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+        .training(
+            lr=config.lr,
+            gamma=config.gamma,
+            lambda_=config.lambda_,
+            clip_param=config.clip_param,
+            entropy_coeff=config.entropy_coeff,
+            train_batch_size_per_learner=config.train_batch_size,
+            minibatch_size=config.minibatch_size,
+            num_epochs=config.num_epochs,
+            vf_clip_param=100.0,
+        )
+        .debugging(seed=config.seed, log_level="ERROR")
+        .reporting(metrics_num_episodes_for_smoothing=200)
+    )
+    return ppo.build_algo()
+
+
+def _mapping_fn(config: RLlibConfig, num_players: int) -> Any:
+    """Per episode: ``main`` at one seat (chosen from the episode id), a snapshot (share
+    ``self_play_share``) or a scripted baseline at each other seat."""
+    import zlib
+
+    snapshots = [f"snapshot_{k}" for k in range(config.snapshots)]
+    scripted = list(config.scripted)
+    share = config.self_play_share if scripted and snapshots else (1.0 if snapshots else 0.0)
+
+    def mapping(agent_id: str, episode: Any, **kwargs: Any) -> str:
+        key = zlib.crc32(str(episode.id_).encode())
+        seat = int(agent_id.rsplit("_", 1)[1])
+        if seat == key % num_players:
+            return MAIN
+        draw = random.Random(key * 31 + seat)
+        pool = snapshots if draw.random() < share else scripted
+        return pool[draw.randrange(len(pool))]
+
+    return mapping
+
+
+# -- export, snapshots, the training loop -------------------------------------------------------
+
+#: RLlib's default PPO module's tensors -> MaskableActorCriticPolicy's (same shapes).
+_EXPORT_NAMES = {
+    "encoder.actor_encoder.net.mlp.": "mlp_extractor.policy_net.",
+    "encoder.critic_encoder.net.mlp.": "mlp_extractor.value_net.",
+    "pi.net.mlp.0.": "action_net.",
+    "vf.net.mlp.0.": "value_net.",
+}
+
+
+def export_agent(module: Any, config: RLlibConfig, folder: str | Path) -> Path:
+    """Write the RLlib module as a block_env agent folder (agent.json + policy.pth): its
+    tensors copied into the MaskableActorCriticPolicy of the same shape, so that
+    ``policy:FOLDER`` loads it weights-only like any trained agent."""
+    import torch
+
+    rules = config.rules_object
+    net_arch = {"pi": list(config.hidden), "vf": list(config.hidden)}
+    metadata = {
+        "observation_size": layout_for(rules, config.observation).size,
+        "num_actions": rules.tile_set.num_actions,
+        "net_arch": net_arch,
+        "activation": config.activation,
+    }
+    policy = build_policy(metadata)
+    target = policy.state_dict()
+    state = {}
+    for name, tensor in module.state_dict().items():
+        for prefix, ours in _EXPORT_NAMES.items():
+            if name.startswith(prefix):
+                state[ours + name[len(prefix) :]] = tensor.detach().cpu()
+    missing = sorted(set(target) - set(state))
+    if missing:
+        raise ValueError(f"the RLlib module does not fill the policy's tensors {missing[:3]}")
+    policy.load_state_dict({k: state[k] for k in target})
+    with torch.no_grad():
+        return save_agent(policy, folder, rules, config.observation, net_arch, config.activation)
+
+
+def refresh_snapshot(algorithm: Any, slot: str) -> None:
+    """Copy ``main``'s current weights into the frozen module ``slot`` (learner and samplers)."""
+    main_state = algorithm.learner_group.get_state(components=f"learner/rl_module/{MAIN}")
+    weights = main_state["learner"]["rl_module"][MAIN]
+    algorithm.learner_group.set_state({"learner": {"rl_module": {slot: weights}}})
+    algorithm.env_runner_group.sync_weights(
+        from_worker_or_learner_group=algorithm.learner_group, policies=[slot], inference_only=True, timeout_seconds=60
+    )
+
+
+def train_rllib(
+    config: RLlibConfig,
+    run: str | Path,
+    *,
+    address: str | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    evaluate_against: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """Train on a local Ray (``address`` None) or the cluster at ``address``; checkpoint
+    every ``checkpoint_every`` iterations and at the end (``resume`` continues from it);
+    export the agent; with ``evaluate_against``, play it against those specs in the arena
+    on ``final_deals`` unseen deals. Returns a summary (also written to training.json)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from block_env.agents.ray_arena import connect
+
+    run = Path(run)
+    checkpoint = (run / CHECKPOINT).resolve()
+    if run.exists() and (run / "rllib_config.json").exists() and not resume:
+        raise ValueError(f"{run} holds an RLlib run: pass --resume to continue it, or choose another --out")
+    if resume and not checkpoint.exists():
+        raise ValueError(f"nothing to resume: {checkpoint} does not exist")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "rllib_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
+    connect(address, num_cpus=None)
+    algorithm = build_algorithm(config, run)
+    start_iteration = 0
+    if resume:
+        algorithm.restore_from_path(str(checkpoint))
+        start_iteration = int(json.loads((run / "progress.json").read_text())["iteration"])
+    writer = SummaryWriter(str(run / "tensorboard"))
+    started = time.time()
+    steps = 0
+    iterations = range(start_iteration, config.iterations)
+    bar = _bar(progress, len(iterations))
+    try:
+        for iteration in iterations:
+            result = algorithm.train()
+            runners = result.get("env_runners", {})
+            steps = int(runners.get("num_env_steps_sampled_lifetime", steps))
+            returns = runners.get("module_episode_returns_mean", {}).get(MAIN)
+            if returns is not None:
+                writer.add_scalar("main/episode_return_mean", returns, iteration + 1)
+            writer.add_scalar("env_steps", steps, iteration + 1)
+            if config.snapshots and (iteration + 1) % config.snapshot_every == 0:
+                slot = f"snapshot_{((iteration + 1) // config.snapshot_every - 1) % config.snapshots}"
+                refresh_snapshot(algorithm, slot)
+            if config.checkpoint_every and (iteration + 1) % config.checkpoint_every == 0:
+                _checkpoint(algorithm, checkpoint, run, iteration + 1)
+            bar(
+                f"iteration {iteration + 1}/{config.iterations}: main return {returns if returns is None else round(returns, 3)}"
+            )
+    finally:
+        writer.close()
+        bar(None)
+    _checkpoint(algorithm, checkpoint, run, config.iterations)
+    seconds = time.time() - started
+    agent = export_agent(algorithm.get_module(MAIN), config, run / EXPORT)
+    algorithm.stop()
+    summary: dict[str, Any] = {
+        "iterations": config.iterations,
+        "env_steps": steps,
+        "seconds": round(seconds, 1),
+        "env_steps_per_second": round(steps / seconds, 1) if seconds else None,
+        "agent": str(agent),
+    }
+    if evaluate_against:
+        from block_env.agents.arena import evaluate, markdown
+
+        report = evaluate(
+            [f"policy:{agent}", *evaluate_against],
+            config.rules_object,
+            deals=config.final_deals,
+            seed=derive_seed(config.seed, "rllib_final_arena"),
+            progress=progress,
+            ray_address=address or "local",  # on the Ray this run already joined
+        )
+        table = markdown(report)
+        (run / "arena.md").write_text(table + "\n")
+        summary["arena"] = table
+    (run / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _checkpoint(algorithm: Any, checkpoint: Path, run: Path, iteration: int) -> None:
+    algorithm.save_to_path(str(checkpoint))
+    (run / "progress.json").write_text(json.dumps({"iteration": iteration}) + "\n")
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    """A tqdm bar advanced once per iteration (``None`` closes it)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, disable=not enabled, unit="iter")
+
+    def update(text: str | None) -> None:
+        if text is None:
+            bar.close()
+            return
+        bar.set_description(text)
+        bar.update()
+
+    return update
