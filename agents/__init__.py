@@ -4,11 +4,13 @@ policies and a human at the terminal. Build one from a spec string with :func:`m
 - ``random``, ``greedy``, ``strategic``
 - ``search`` or ``search:worlds=96,playout=greedy,epsilon=0.15``
 - ``policy:PATH`` (an agent folder written by training)
+- ``pretrained:NAME`` (a trained agent shipped with the package: :data:`PRETRAINED`)
 - ``human``
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from block_env.agents.base import Agent, Observation
@@ -24,6 +26,14 @@ AGENTS: dict[str, type[Agent]] = {
     "search": SearchAgent,
     "human": HumanAgent,
 }
+
+#: The trained agents shipped in block_env/agents/pretrained/ (agent folders, loaded weights-only).
+PRETRAINED_DIR = Path(__file__).with_name("pretrained")
+PRETRAINED = (
+    tuple(sorted(p.name for p in PRETRAINED_DIR.iterdir() if (p / "agent.json").is_file()))
+    if PRETRAINED_DIR.is_dir()
+    else ()
+)
 
 __all__ = [
     "AGENTS",
@@ -60,8 +70,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         if not rest:
             raise ValueError("the policy agent needs a path: policy:PATH")
         return name, {"path": rest}
+    if name == "pretrained":
+        if rest not in PRETRAINED:
+            raise ValueError(f"unknown pretrained agent {rest!r}; shipped: {', '.join(PRETRAINED) or 'none'}")
+        return "policy", {"path": str(PRETRAINED_DIR / rest)}
     if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; agents: {', '.join([*AGENTS, 'policy:PATH'])}")
+        raise ValueError(f"unknown agent {name!r}; agents: {', '.join([*AGENTS, 'policy:PATH', 'pretrained:NAME'])}")
     kwargs: dict[str, Any] = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")

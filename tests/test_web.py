@@ -151,7 +151,7 @@ def test_replays_are_checked_move_by_move(client):
     response = client.post("/api/replay", json={"replay": tampered})
     assert response.status_code == 422 and "round 1: move 0" in response.json()["error"]
     response = client.post("/api/replay", json={"replay": {**record, "rules": {"max_pips": 6}}})
-    assert response.status_code == 422 and "unknown rules field" in response.json()["error"]
+    assert response.status_code == 422 and "unknown Rules field(s): max_pips" in response.json()["error"]
 
 
 def test_the_page_and_its_assets_are_served(client):
