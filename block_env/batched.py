@@ -217,7 +217,7 @@ class BatchedGames:
         num_games: N.
         episode: "round" (a finished round starts a new game) or "match" (rounds until the
             target; then a new match).
-        seed: seeds the deals and lots (numpy's PCG64); ``reset(seed)`` reseeds.
+        seed: seeds the deals and lots (numpy's PCG64 draws one splitmix64 seed per deal); ``reset(seed)`` reseeds.
     """
 
     def __init__(self, rules: Rules, num_games: int, *, episode: str = "round", seed: int | None = None) -> None:

@@ -173,6 +173,8 @@ def test_the_wheel_holds_agents_and_training_and_its_console_command_runs(tmp_pa
     assert not any(n.startswith(("agents/", "training/")) for n in names), "no top-level agents/training module"
     for asset in (ROOT / "agents" / "web_static").iterdir():  # the web app's page ships too
         assert f"block_env/agents/web_static/{asset.name}" in names
+    for agent in (ROOT / "agents" / "pretrained").iterdir():  # and the pretrained agents
+        assert {f"block_env/agents/pretrained/{agent.name}/{f}" for f in ("agent.json", "policy.pth")} <= names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "block-dominoes = block_env.cli:main" in (tmp_path / "site" / entry_points).read_text()
     # The console command's entry point, imported from the unpacked wheel (not the checkout).

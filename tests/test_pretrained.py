@@ -1,0 +1,39 @@
+"""The trained agents shipped with the package: reachable as ``pretrained:NAME`` everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from block_env.aec import raw_env
+from block_env.agents import PRETRAINED, PRETRAINED_DIR, make_agent, make_env
+from block_env.agents.policy import load_agent_metadata
+from block_env.rules import PRESETS, Rules
+
+
+def test_agents_ship_and_stay_small():
+    assert {"standard", "standard_3p", "standard_4p", "partnership"} <= set(PRETRAINED)
+    total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
+    assert total < 8 * 2**20, f"{total} bytes of pretrained agents"
+
+
+@pytest.mark.parametrize("name", PRETRAINED)
+def test_a_pretrained_agent_loads_weights_only_and_plays_its_preset(name):
+    rules = Rules.from_dict(load_agent_metadata(PRETRAINED_DIR / name)["rules"])
+    assert rules == PRESETS[name]  # each is named after the preset it plays
+    agent = make_agent(f"pretrained:{name}", rules)  # torch.load(weights_only=True) inside
+    env = raw_env(rules)
+    env.reset(seed=3)
+    while not all(env.terminations.values()):
+        obs = env.observe(env.agent_selection)
+        action = agent.act(obs)
+        assert obs["action_mask"][action]
+        env.step(action)
+    gym_env = make_env(name, opponents=[f"pretrained:{name}"])  # as a Gymnasium opponent
+    gym_env.reset(seed=1)
+
+
+def test_unknown_or_mismatched_pretrained_agents_are_refused():
+    with pytest.raises(ValueError, match="unknown pretrained agent 'nope'; shipped: "):
+        make_agent("pretrained:nope", Rules())
+    with pytest.raises(ValueError, match="cannot play"):
+        make_agent("pretrained:standard_3p", Rules())
