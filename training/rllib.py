@@ -350,13 +350,14 @@ def train_rllib(
     (run / "rllib_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     connect(address, num_cpus=None)
     algorithm = build_algorithm(config, run)
-    start_iteration = 0
+    start_iteration = start_steps = 0
     if resume:
         algorithm.restore_from_path(str(checkpoint))
-        start_iteration = int(json.loads((run / "progress.json").read_text())["iteration"])
+        done = json.loads((run / "progress.json").read_text())
+        start_iteration, start_steps = int(done["iteration"]), int(done["env_steps"])
     writer = SummaryWriter(str(run / "tensorboard"))
     started = time.time()
-    steps = 0
+    steps = start_steps
     iterations = range(start_iteration, config.iterations)
     bar = _bar(progress, len(iterations))
     try:
@@ -372,14 +373,14 @@ def train_rllib(
                 slot = f"snapshot_{((iteration + 1) // config.snapshot_every - 1) % config.snapshots}"
                 refresh_snapshot(algorithm, slot)
             if config.checkpoint_every and (iteration + 1) % config.checkpoint_every == 0:
-                _checkpoint(algorithm, checkpoint, run, iteration + 1)
+                _checkpoint(algorithm, checkpoint, run, iteration + 1, steps)
             bar(
                 f"iteration {iteration + 1}/{config.iterations}: main return {returns if returns is None else round(returns, 3)}"
             )
     finally:
         writer.close()
         bar(None)
-    _checkpoint(algorithm, checkpoint, run, config.iterations)
+    _checkpoint(algorithm, checkpoint, run, config.iterations, steps)
     seconds = time.time() - started
     agent = export_agent(algorithm.get_module(MAIN), config, run / EXPORT)
     algorithm.stop()
@@ -387,7 +388,7 @@ def train_rllib(
         "iterations": config.iterations,
         "env_steps": steps,
         "seconds": round(seconds, 1),
-        "env_steps_per_second": round(steps / seconds, 1) if seconds else None,
+        "env_steps_per_second": round((steps - start_steps) / seconds, 1) if seconds else None,  # this session
         "agent": str(agent),
     }
     if evaluate_against:
@@ -408,9 +409,9 @@ def train_rllib(
     return summary
 
 
-def _checkpoint(algorithm: Any, checkpoint: Path, run: Path, iteration: int) -> None:
+def _checkpoint(algorithm: Any, checkpoint: Path, run: Path, iteration: int, env_steps: int) -> None:
     algorithm.save_to_path(str(checkpoint))
-    (run / "progress.json").write_text(json.dumps({"iteration": iteration}) + "\n")
+    (run / "progress.json").write_text(json.dumps({"iteration": iteration, "env_steps": env_steps}) + "\n")
 
 
 def _bar(enabled: bool, total: int) -> Any:
