@@ -39,8 +39,12 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
             steps += 1
 
 
-@pytest.mark.parametrize("spec", SCRIPTED)
-@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+@pytest.mark.parametrize(
+    "spec, preset",
+    [(spec, preset) for spec in SCRIPTED for preset in ["standard", "standard_3p", "partnership"]]
+    # trained agents too: a deployed policy reads only its seat's observation
+    + [(f"pretrained:{preset}", preset) for preset in ["standard", "standard_3p", "partnership"]],
+)
 def test_seeded_agents_decide_the_same_under_permuted_hidden_tiles(spec, preset):
     """Same public history, hidden tiles dealt differently: the same decision."""
     rules = Rules.preset(preset)
