@@ -43,6 +43,17 @@ def play(env: raw_env, moves: Sequence[Move]) -> None:
         env.step(action_of(env.rules, move))
 
 
+def agent_plays_legal_round(agent, rules: Rules | str, seed: int) -> None:
+    """``agent`` takes every seat of one round from ``reset(seed)``; each move must be legal."""
+    env = raw_env(rules)
+    env.reset(seed=seed)
+    while not all(env.terminations.values()):
+        obs = env.observe(env.agent_selection)
+        action = agent.act(obs)
+        assert obs["action_mask"][action]
+        env.step(action)
+
+
 def legal_ids(env: raw_env) -> list[int]:
     return [int(a) for a in np.flatnonzero(env.observe(env.agent_selection)["action_mask"])]
 

@@ -137,14 +137,14 @@ def test_compiled_play_makes_legal_moves_and_scores_as_the_scalar_engine(preset)
     """play_until_decision with every seat compiled (uniform at seat 0, greedy elsewhere):
     each round it plays, replayed move by move through the scalar engine, is legal and ends
     with the same result."""
+    from block_env.agents import GreedyAgent
     from block_env.batched import ROUND_OVER, CompiledPolicies
 
     rules = PRESETS[preset]
     n = 40
     games = BatchedGames(rules, n, seed=3)
     ts = rules.tile_set
-    greedy = np.array([2 * (a + b) + (a == b) for a, b in ts.tiles for _ in (0, 1)] + [-1], dtype=np.int64)
-    policies = CompiledPolicies.build([None, greedy], ts.num_actions)
+    policies = CompiledPolicies.build([None, GreedyAgent(rules).compiled_policy], ts.num_actions)
     seat_policies = np.ones((n, rules.num_players), dtype=np.int64)
     seat_policies[:, 0] = 0
     streams = np.arange(n, dtype=np.uint64) + np.uint64(99)

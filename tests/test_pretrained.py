@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import agent_plays_legal_round
 
-from block_env.aec import raw_env
 from block_env.agents import PRETRAINED, PRETRAINED_DIR, make_agent, make_env
 from block_env.agents.policy import load_agent_metadata
 from block_env.rules import PRESETS, Rules
@@ -21,13 +21,7 @@ def test_a_pretrained_agent_loads_weights_only_and_plays_its_preset(name):
     rules = Rules.from_dict(load_agent_metadata(PRETRAINED_DIR / name)["rules"])
     assert rules == PRESETS[name]  # each is named after the preset it plays
     agent = make_agent(f"pretrained:{name}", rules)  # torch.load(weights_only=True) inside
-    env = raw_env(rules)
-    env.reset(seed=3)
-    while not all(env.terminations.values()):
-        obs = env.observe(env.agent_selection)
-        action = agent.act(obs)
-        assert obs["action_mask"][action]
-        env.step(action)
+    agent_plays_legal_round(agent, rules, seed=3)
     gym_env = make_env(name, opponents=[f"pretrained:{name}"])  # as a Gymnasium opponent
     gym_env.reset(seed=1)
 

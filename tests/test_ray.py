@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import agent_plays_legal_round
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
 
-from block_env.aec import raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
 from block_env.agents.arena import evaluate  # noqa: E402
 from block_env.agents.ray_arena import batch_size  # noqa: E402
@@ -95,14 +95,7 @@ def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path
     second = train_rllib(dataclasses.replace(config, iterations=2), run, resume=True, progress=False)
     assert second["env_steps"] > first["env_steps"]  # continued, not restarted
     assert json.loads((run / "progress.json").read_text())["iteration"] == 2
-    agent = make_agent(f"policy:{run / 'agent'}", PRESETS["standard"])
-    env = raw_env("standard")
-    env.reset(seed=1)
-    while not all(env.terminations.values()):
-        obs = env.observe(env.agent_selection)
-        action = agent.act(obs)
-        assert obs["action_mask"][action]
-        env.step(action)
+    agent_plays_legal_round(make_agent(f"policy:{run / 'agent'}", PRESETS["standard"]), "standard", seed=1)
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
@@ -118,13 +111,7 @@ def test_an_exported_rllib_module_loads_weights_only_and_plays_legal_moves(prese
     )
     folder = export_agent(module, config, tmp_path / "agent")
     agent = make_agent(f"policy:{folder}", PRESETS[preset])  # torch.load(weights_only=True) inside
-    game = raw_env(preset)
-    game.reset(seed=2)
-    while not all(game.terminations.values()):
-        obs = game.observe(game.agent_selection)
-        action = agent.act(obs)
-        assert obs["action_mask"][action]
-        game.step(action)
+    agent_plays_legal_round(agent, preset, seed=2)
 
 
 def test_rllib_config_errors_name_the_key(tmp_path):
