@@ -214,17 +214,18 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _number(value: Any) -> bool:
+def finite_number(value: Any) -> bool:
+    """A real number: not a bool, not NaN or infinite."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _positive(name: str, value: Any) -> None:
-    if not _number(value) or value <= 0:
+    if not finite_number(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def _in_range(name: str, value: Any, low: float, high: float) -> None:
-    if not _number(value) or not low <= value <= high:
+    if not finite_number(value) or not low <= value <= high:
         raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
 
 

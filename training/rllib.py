@@ -26,11 +26,13 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from block_env.aec import raw_env
 from block_env.agents.policy import ACTIVATIONS, build_policy, save_agent
+from block_env.agents.scripted import GreedyAgent
+from block_env.batched import random_legal_actions
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS
 from block_env.rules import PRESETS, Rules, check_choice
 from block_env.seeding import derive_seed
-from block_env.training.config import build_dataclass, read_yaml
+from block_env.training.config import build_dataclass, finite_number, read_yaml
 
 MAIN = "main"
 SCRIPTED = ("random", "greedy")
@@ -81,7 +83,7 @@ class RLlibConfig:
                 raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
         for name in ("lr", "gamma", "lambda_", "clip_param", "entropy_coeff", "reward_scale", "self_play_share"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+            if not finite_number(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if not self.hidden or not all(type(h) is int and h > 0 for h in self.hidden):
             raise ValueError(f"hidden must be a list of positive ints, got {list(self.hidden)!r}")
@@ -177,9 +179,8 @@ def _scripted_module_class() -> type:
             masks = np.asarray(batch[Columns.OBS]["action_mask"]) > 0
             if self.policy == "greedy":
                 actions = np.where(masks, self.rank, -2.0).argmax(axis=1)
-            else:  # uniform over the legal actions
-                keys = self.rng.random(masks.shape) * masks
-                actions = keys.argmax(axis=1)
+            else:
+                actions = random_legal_actions(masks, self.rng)
             return {Columns.ACTIONS: actions}
 
         def _forward_train(self, *args: Any, **kwargs: Any) -> dict:
@@ -189,10 +190,9 @@ def _scripted_module_class() -> type:
 
 
 def greedy_rank(rules: Rules) -> list[float]:
-    """block_env's greedy order (heaviest tile, doubles first, then the lower action id) as
-    one number per action."""
-    ranks = [2 * (a + b) + (a == b) for a, b in rules.tile_set.tiles for _ in (0, 1)]
-    return [float(r) for r in ranks] + [-1.0]
+    """The greedy agent's order (its compiled policy: one rank per action), as the scripted
+    module's model config carries it."""
+    return [float(r) for r in GreedyAgent(rules).compiled_policy]
 
 
 def module_ids(config: RLlibConfig) -> list[str]:
