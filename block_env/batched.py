@@ -659,10 +659,7 @@ def _deal_kernel(
         state = seeds[j]
         for i in range(num_tiles):
             order[i] = i
-        for i in range(num_tiles - 1, 0, -1):
-            u, state = _next_random(state)
-            k = int(u * (i + 1))
-            order[i], order[k] = order[k], order[i]
+        state = _shuffle(order, state)
         for place in range(num_tiles):
             owner[g, order[place]] = place // hand_size if place < num_players * hand_size else OUT_OF_PLAY
         heaviest = -1
@@ -966,6 +963,16 @@ def _next_random(rng_state):  # pragma: no cover - compiled
     return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0), rng_state
 
 
+@njit(cache=True, inline="always")
+def _shuffle(values, rng_state):  # pragma: no cover - compiled
+    """Fisher-Yates shuffle of ``values`` in place from a splitmix64 stream; the next state."""
+    for i in range(len(values) - 1, 0, -1):
+        u, rng_state = _next_random(rng_state)
+        k = int(u * (i + 1))
+        values[i], values[k] = values[k], values[i]
+    return rng_state
+
+
 @njit(cache=True)
 def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, streams, hands):  # pragma: no cover
     size = len(unseen)
@@ -975,10 +982,7 @@ def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, strea
         state = streams[w]
         for attempt in range(attempts):
             pool[:] = unseen
-            for i in range(size - 1, 0, -1):  # Fisher-Yates
-                u, state = _next_random(state)
-                j = int(u * (i + 1))
-                pool[i], pool[j] = pool[j], pool[i]
+            state = _shuffle(pool, state)
             taken[:] = False
             hands[w, 1:, :] = False
             ok = True
