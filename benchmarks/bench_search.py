@@ -47,6 +47,7 @@ def main() -> None:
             rules = Rules.preset(preset)
             obs = positions(rules, args.decisions)
             agent = make_agent(spec, rules, seed=0)
+            agent.act(obs[0])  # warm-up: the batched search compiles its kernels on first use
             start = time.perf_counter()
             for o in obs:
                 agent.act(o)

@@ -370,192 +370,140 @@ WRITERS: dict[str, Any] = {
 
 class BatchEncoder:
     """Encodes many games of a :class:`block_env.batched.BatchedGames` in one call, each from
-    one observing seat: the same vectors as :class:`Encoder` (a test checks), piece by piece
-    from the same layout, by batched writers of the same names."""
+    one observing seat: the same vectors as :class:`Encoder` (a test checks), at the offsets
+    of the same layout. Every built-in piece is written by one compiled pass that fills each
+    observation row once (the offsets come from the layout, so any arrangement of built-in
+    pieces works); ``writers`` adds pieces (or replaces built-in ones), each called as
+    ``write(encoder, games, g, seats, out_slice, piece)`` after that pass."""
 
     def __init__(self, rules: Rules, layout: Layout, writers: dict[str, Any] | None = None) -> None:
         self.layout = layout
         self.rules = rules
-        known = {**BATCH_WRITERS, **(writers or {})}
-        missing = [p.name for p in layout.pieces if p.name not in known]
+        writers = writers or {}
+        missing = [p.name for p in layout.pieces if p.name not in COMPILED_PIECES and p.name not in writers]
         if missing:
             raise ValueError(f"no batched writer for piece(s) {missing} of layout {layout.name!r}")
-        n, sides = rules.num_players, rules.num_sides
-        self.seat_order = np.arange(n)
-        self.side_order = np.arange(sides)
-        self.side_of = np.array([rules.side_of(s) for s in range(n)])
-        self._writers = [(layout.slices[p.name], known[p.name], p) for p in layout.pieces]
+        compiled = {p.name for p in layout.pieces if p.name not in writers}
+        # at[i]: offset of COMPILED_PIECES[i] in a row, -1 when the layout lacks it.
+        self._at = np.array([layout.offset(name) if name in compiled else -1 for name in COMPILED_PIECES])
+        moves = next((p for p in layout.pieces if p.name == "moves"), None)
+        columns = moves.columns if moves is not None and moves.columns is not None else move_row_layout(rules)
+        self._move_columns = np.array(
+            [
+                columns.size,
+                columns.offset("seat"),
+                columns.offset("pass"),
+                columns.offset("tile"),
+                columns.offset("on_left"),
+            ]
+        )
+        self._side_of = np.array([rules.side_of(s) for s in range(rules.num_players)], dtype=np.int64)
+        self._custom = [(layout.slices[p.name], writers[p.name], p) for p in layout.pieces if p.name in writers]
 
     def __call__(self, games: BatchedGames, g: np.ndarray, seats: np.ndarray) -> np.ndarray:
         """(len(g), size) float32: game ``g[j]`` as seat ``seats[j]`` observes it."""
-        out = np.zeros((len(g), self.layout.size), dtype=np.float32)
+        out = np.empty((len(g), self.layout.size), dtype=np.float32)
         if not len(g):
             return out
-        for sl, write, piece in self._writers:
+        g = np.asarray(g, dtype=np.int64)
+        seats = np.asarray(seats, dtype=np.int64)
+        ts = self.rules.tile_set
+        _encode_kernel(
+            games.owner, games.opening, games.voids, games.left, games.right, games.current, games.over,
+            games.leader, games.counts, games.passes, games.scores, games.moves, games.move_seats,
+            games.num_moves, g, seats, self._side_of, ts.num_suits, float(self.rules.resolved_target),
+            ts.pass_action, self._at, self._move_columns, out,
+        )  # fmt: skip
+        for sl, write, piece in self._custom:
             write(self, games, g, seats, out[:, sl], piece)
         return out
 
 
-# -- piece writers (batched): enc, games, game indices, observing seats, out slice, piece ------
-# Each gathers from the game arrays in one compiled loop (numpy fancy indexing made the
-# encoders the slowest part of a vector step).
+@njit(inline="always")
+def _wrap(value, size):  # pragma: no cover - compiled
+    """value % size for 0 <= value < 2 * size, without a division."""
+    return value - size if value >= size else value
+
+
+#: The pieces the compiled batched writer knows, in the order of its offsets (``at``).
+COMPILED_PIECES = (
+    "hand",
+    "played",
+    "opening",
+    "voids",
+    "ends",
+    "to_play",
+    "leader",
+    "moves",
+    "hand_counts",
+    "passes",
+    "scores",
+    "num_moves",
+)
 
 
 @njit(cache=True)
-def _owner_is_kernel(owner, g, values, out):  # pragma: no cover - compiled
-    """out[j, i] = 1 where tile i's owner in game g[j] is values[j]."""
+def _encode_kernel(  # pragma: no cover - compiled
+    owner, opening, voids, left, right, current, over, leader, counts, passes, scores, moves, move_seats,
+    num_moves, g, seats, side_of, num_suits, target, pass_action, at, move_columns, out,
+):  # fmt: skip
+    """Row j of ``out`` = game g[j] as seat seats[j] observes it: the row is zeroed and every
+    built-in piece written at its offset at[i] (skipped when -1) in one pass, so each row is
+    touched once while it sits in cache (ten per-piece passes over a strided (N, size) array
+    each pulled every row back from memory). Same meaning as the scalar writers above."""
+    num_tiles = owner.shape[1]
+    num_players = counts.shape[1]
+    num_sides = scores.shape[1]
+    width = out.shape[1]
+    row_width, seat_col, pass_col, tile_col, end_col = move_columns
+    # Offsets in locals: numba's stores into `out` may alias any array, so reading at[i] in
+    # the loops would reload it on every store and keep LLVM from vectorising them.
+    hand, played, opened, voided, ends, to_play, led, history, held, passed, scored, moved = at
     for j in range(len(g)):
-        row, value, cells = owner[g[j]], values[j], out[j]  # row views: the loop stays simple
-        for i in range(row.shape[0]):
-            cells[i] = np.float32(1.0) if row[i] == value else np.float32(0.0)
-
-
-@njit(cache=True)
-def _one_hot_kernel(cols, out):  # pragma: no cover - compiled
-    """out[j, cols[j]] = 1 where cols[j] >= 0."""
-    for j in range(len(cols)):
-        if cols[j] >= 0:
-            out[j, cols[j]] = 1.0
-
-
-@njit(cache=True)
-def _relative_kernel(table, g, firsts, divisor, out):  # pragma: no cover - compiled
-    """out[j, r] = table[g[j], (firsts[j] + r) % width] / divisor: per relative seat or side."""
-    width = table.shape[1]
-    for j in range(len(g)):
-        for r in range(width):
-            out[j, r] = table[g[j], (firsts[j] + r) % width] / divisor
-
-
-@njit(cache=True)
-def _voids_kernel(voids, g, seats, num_suits, out):  # pragma: no cover - compiled
-    num_players = voids.shape[1]
-    for j in range(len(g)):
-        for r in range(num_players):
-            shown = voids[g[j], (seats[j] + r) % num_players]
-            for v in range(num_suits):
-                out[j, r * num_suits + v] = (shown >> v) & 1
-
-
-@njit(cache=True)
-def _ends_kernel(left, right, g, num_suits, out):  # pragma: no cover - compiled
-    for j in range(len(g)):
-        if left[g[j]] >= 0:
-            out[j, left[g[j]]] = 1.0
-            out[j, num_suits + right[g[j]]] = 1.0
-
-
-@njit(cache=True)
-def _moves_kernel(moves, move_seats, num_moves, g, seats, num_players, pass_action, columns, out):  # pragma: no cover
-    """History rows: mover (relative seat), pass or (tile, end) per move, at ``columns``
-    = (seat, pass, tile, on_left) offsets within a row of ``out`` (k, rows, width)."""
-    seat_at, pass_at, tile_at, end_at = columns
-    for j in range(len(g)):
-        for m in range(num_moves[g[j]]):
-            action = moves[g[j], m]
-            out[j, m, seat_at + (move_seats[g[j], m] - seats[j]) % num_players] = 1.0
-            if action == pass_action:
-                out[j, m, pass_at] = 1.0
-            else:
-                out[j, m, tile_at + (action >> 1)] = 1.0
-                out[j, m, end_at + (action & 1)] = 1.0
-
-
-def _b_hand(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _owner_is_kernel(games.owner, g, seats, out)
-
-
-def _b_played(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _owner_is_kernel(games.owner, g, np.full(len(g), PLAYED), out)
-
-
-def _b_opening(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _one_hot_kernel(games.opening[g], out)
-
-
-def _b_voids(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _voids_kernel(games.voids, g, seats, piece.shape[1], out)
-
-
-def _b_ends(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _ends_kernel(games.left, games.right, g, piece.shape[1], out)
-
-
-def _b_to_play(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    relative = (games.current[g] - seats) % len(enc.seat_order)
-    _one_hot_kernel(np.where(games.over[g], -1, relative), out)
-
-
-def _b_leader(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _one_hot_kernel((games.leader[g] - seats) % len(enc.seat_order), out)
-
-
-def _b_moves(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    cols = piece.columns
-    assert cols is not None
-    columns = (cols.offset("seat"), cols.offset("pass"), cols.offset("tile"), cols.offset("on_left"))
-    rows3 = out.reshape(len(g), *piece.shape)
-    pass_action = enc.rules.tile_set.pass_action
-    _moves_kernel(
-        games.moves, games.move_seats, games.num_moves, g, seats, len(enc.seat_order), pass_action, columns, rows3
-    )
-
-
-def _b_hand_counts(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _relative_kernel(games.counts, g, seats, 1.0, out)
-
-
-def _b_passes(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    out[:, 0] = games.passes[g]
-
-
-def _b_scores(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    _relative_kernel(games.scores, g, enc.side_of[seats], float(enc.rules.resolved_target), out)
-
-
-def _b_num_moves(
-    enc: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
-) -> None:
-    out[:, 0] = games.num_moves[g]
-
-
-#: The built-in batched writers, by piece name (the same pieces as WRITERS).
-BATCH_WRITERS: dict[str, Any] = {
-    "hand": _b_hand,
-    "played": _b_played,
-    "opening": _b_opening,
-    "voids": _b_voids,
-    "ends": _b_ends,
-    "to_play": _b_to_play,
-    "leader": _b_leader,
-    "moves": _b_moves,
-    "hand_counts": _b_hand_counts,
-    "passes": _b_passes,
-    "scores": _b_scores,
-    "num_moves": _b_num_moves,
-}
+        k, seat = g[j], seats[j]
+        for c in range(width):
+            out[j, c] = 0.0
+        if hand >= 0:
+            for i in range(num_tiles):
+                out[j, hand + i] = owner[k, i] == seat
+        if played >= 0:
+            for i in range(num_tiles):
+                out[j, played + i] = owner[k, i] == PLAYED
+        if opened >= 0 and opening[k] >= 0:
+            out[j, opened + opening[k]] = 1.0
+        if voided >= 0:  # per relative seat
+            for r in range(num_players):
+                shown = voids[k, _wrap(seat + r, num_players)]
+                for v in range(num_suits):
+                    out[j, voided + r * num_suits + v] = (shown >> v) & 1
+        if ends >= 0 and left[k] >= 0:
+            out[j, ends + left[k]] = 1.0
+            out[j, ends + num_suits + right[k]] = 1.0
+        if to_play >= 0 and not over[k]:
+            out[j, to_play + _wrap(current[k] - seat + num_players, num_players)] = 1.0
+        if led >= 0:
+            out[j, led + _wrap(leader[k] - seat + num_players, num_players)] = 1.0
+        if history >= 0:  # one row per move, the mover relative to the observer
+            for m in range(num_moves[k]):
+                base = history + m * row_width
+                action = moves[k, m]
+                out[j, base + seat_col + _wrap(move_seats[k, m] - seat + num_players, num_players)] = 1.0
+                if action == pass_action:
+                    out[j, base + pass_col] = 1.0
+                else:
+                    out[j, base + tile_col + (action >> 1)] = 1.0
+                    out[j, base + end_col + (action & 1)] = 1.0
+        if held >= 0:  # per relative seat
+            for r in range(num_players):
+                out[j, held + r] = counts[k, _wrap(seat + r, num_players)]
+        if passed >= 0:
+            out[j, passed] = passes[k]
+        if scored >= 0:  # / target, per relative side
+            first = side_of[seat]
+            for r in range(num_sides):
+                out[j, scored + r] = scores[k, _wrap(first + r, num_sides)] / target
+        if moved >= 0:
+            out[j, moved] = num_moves[k]
 
 
 @cache

@@ -98,6 +98,51 @@ def test_batched_engine_and_encoders_agree_with_the_scalar_ones_move_for_move(pr
     assert finished_rounds > n and finished_episodes > 0
 
 
+def test_the_batched_encoder_follows_any_layout_of_built_in_and_added_pieces():
+    """Offsets come from the layout: built-in pieces in another order, one replaced and one
+    added by writers, still encode as the scalar encoder with the same writers does."""
+    from block_env.observations import NUMBER, BatchEncoder, Encoder, Layout, Piece, history_layout, vector_layout
+
+    rules = PRESETS["standard_3p"]
+    pieces = vector_layout(rules).pieces + history_layout(rules).pieces[2:3]  # + moves
+    unseen = Piece("unseen", (1,), rules.tile_set.num_tiles, "tiles neither held nor played", NUMBER)
+    bits = [p for p in pieces if p.kind != NUMBER]  # the scalar encoder wants bits first
+    numbers = [p for p in pieces if p.kind == NUMBER]
+    layout = Layout("mixed", (*reversed(bits), unseen, *reversed(numbers)))
+    hand_bits = lambda enc, rnd, seat, piece: rnd.hands[seat] ^ ((1 << enc.num_tiles) - 1)  # noqa: E731
+    scalar = Encoder(
+        rules,
+        layout,
+        writers={
+            "hand": hand_bits,
+            "unseen": lambda enc, rnd, seat, scores: [28 - rnd.counts[seat] - rnd.played.bit_count()],
+        },
+    )
+
+    def batched_hand(enc, games, g, seats, out, piece):
+        out[:] = games.owner[g] != seats[:, None]
+
+    def batched_unseen(enc, games, g, seats, out, piece):
+        out[:, 0] = 28 - games.counts[g, seats] - (games.owner[g] == PLAYED).sum(axis=1)
+
+    batched = BatchEncoder(rules, layout, writers={"hand": batched_hand, "unseen": batched_unseen})
+    games = BatchedGames(rules, 6, seed=3)
+    matches = [first_round(games, i) for i in range(6)]
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        for seat in range(rules.num_players):
+            rows = batched(games, games.all_games, np.full(6, seat))
+            for i, match in enumerate(matches):
+                np.testing.assert_array_equal(rows[i], scalar(match.round, seat, match.scores))
+        mask = games.legal_mask()
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in mask])
+        games.step(actions)
+        for i, match in enumerate(matches):
+            match.step(int(actions[i]))
+    with pytest.raises(ValueError, match=r"no batched writer for piece\(s\) \['unseen'\]"):
+        BatchEncoder(rules, layout)
+
+
 def test_an_illegal_action_names_the_game_and_changes_nothing():
     games = BatchedGames(PRESETS["standard"], 4, seed=0)
     mask = games.legal_mask()
