@@ -224,6 +224,22 @@ def state_layout(rules: Rules) -> Layout:
     )
 
 
+@cache
+def privileged_layout(rules: Rules, observation: str) -> Layout:
+    """A player encoding followed by what that player cannot see: the input of an asymmetric
+    critic during training (PerfectDou's idea), never an agent's observation. Only the batched
+    encoder writes it (:func:`encode_hidden` is the scalar ``hidden_hands``)."""
+    t = rules.tile_set.num_tiles
+    base = layout_for(rules, observation)
+    hidden = Piece(
+        "hidden_hands",
+        (rules.num_players - 1, t),
+        1,
+        "1 where relative seat r + 1 holds tile i: the other seats' hands, hidden from the observer",
+    )
+    return Layout(f"{observation}+hidden", (*base.pieces, hidden))
+
+
 def layout_for(rules: Rules, observation: str) -> Layout:
     check_choice("observation", observation, ENCODINGS)
     return vector_layout(rules) if observation == "vector" else history_layout(rules)
@@ -439,6 +455,7 @@ COMPILED_PIECES = (
     "passes",
     "scores",
     "num_moves",
+    "hidden_hands",
 )
 
 
@@ -458,7 +475,7 @@ def _encode_kernel(  # pragma: no cover - compiled
     row_width, seat_col, pass_col, tile_col, end_col = move_columns
     # Offsets in locals: numba's stores into `out` may alias any array, so reading at[i] in
     # the loops would reload it on every store and keep LLVM from vectorising them.
-    hand, played, opened, voided, ends, to_play, led, history, held, passed, scored, moved = at
+    hand, played, opened, voided, ends, to_play, led, history, held, passed, scored, moved, hidden = at
     for j in range(len(g)):
         k, seat = g[j], seats[j]
         for c in range(width):
@@ -504,6 +521,11 @@ def _encode_kernel(  # pragma: no cover - compiled
                 out[j, scored + r] = scores[k, _wrap(first + r, num_sides)] / target
         if moved >= 0:
             out[j, moved] = num_moves[k]
+        if hidden >= 0:  # every other seat's tiles, at its relative seat's row
+            for i in range(num_tiles):
+                o = owner[k, i]
+                if o >= 0 and o != seat:
+                    out[j, hidden + (_wrap(o - seat + num_players, num_players) - 1) * num_tiles + i] = 1.0
 
 
 @cache
@@ -539,6 +561,18 @@ def encode_state(rnd: Round, scores: Sequence[int]) -> np.ndarray:
     v["leader"][rnd.leader] = 1.0
     v["passes"][0] = rnd.passes
     v["scores"][:] = [x / rules.resolved_target for x in scores]
+    return buf
+
+
+def encode_hidden(rnd: Round, seat: int) -> np.ndarray:
+    """The ``hidden_hands`` piece of :func:`privileged_layout`: every other seat's hand in
+    relative order, flattened (float32, (n - 1) * T)."""
+    n, t = rnd.rules.num_players, rnd.rules.tile_set.num_tiles
+    bits = 0
+    for r in range(1, n):
+        bits |= rnd.hands[(seat + r) % n] << ((r - 1) * t)
+    buf = np.empty((n - 1) * t, dtype=np.float32)
+    _unpack_into(buf, bits, len(buf))
     return buf
 
 

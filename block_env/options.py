@@ -40,7 +40,12 @@ def check_reward_scale(reward_scale: Any) -> None:
         raise ValueError(f"reward_scale must be a positive finite number, got {reward_scale!r}")
 
 
+def check_flag(name: str, value: Any) -> None:
+    """ValueError unless the option ``name`` is a bool."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+
+
 def check_skip_forced(skip_forced: Any) -> None:
     """ValueError unless ``skip_forced`` is a bool."""
-    if not isinstance(skip_forced, bool):
-        raise ValueError(f"skip_forced must be a bool, got {skip_forced!r}")
+    check_flag("skip_forced", skip_forced)

@@ -24,13 +24,14 @@ from gymnasium.vector.utils import batch_space
 
 from block_env.aec import parse_reset_options
 from block_env.batched import DECISION, EXTERNAL, BatchedGames, BatchResults, CompiledPolicies
-from block_env.observations import batch_encoder, layout_for
+from block_env.observations import BatchEncoder, batch_encoder, layout_for, privileged_layout
 from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, compiled_policy, resolve_opponents
 from block_env.options import (
     ENCODINGS,
     EPISODES,
     ILLEGAL_ACTIONS,
     REWARDS,
+    check_flag,
     check_learner_seat,
     check_reward_scale,
     check_skip_forced,
@@ -82,6 +83,13 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     ## Seeding
     ``reset(seed=s)`` makes the whole batch reproducible: same seed, same actions, same
     trajectories.
+
+    ## Privileged observations (asymmetric critics)
+    ``privileged=True`` (not a single-env option) appends to each learner observation what the
+    learner cannot see, the ``hidden_hands`` piece of
+    :func:`block_env.observations.privileged_layout`: for training a critic on full
+    information while the actor reads only the first ``layout_for(rules, observation).size``
+    values. Opponents still observe the player encoding.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -100,6 +108,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         skip_forced: bool = True,
         illegal_action: str = "raise",
         opponent_factory: OpponentFactory | None = None,
+        privileged: bool = False,
     ) -> None:
         self.rules = resolve_rules(rules)
         check_choice("episode", episode, EPISODES)
@@ -110,6 +119,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         check_learner_seat(learner_seat, n)
         check_reward_scale(reward_scale)
         check_skip_forced(skip_forced)
+        check_flag("privileged", privileged)
         self.games = BatchedGames(self.rules, num_envs, episode=episode)
         self.num_envs = self.games.num_games
         self.episode = episode
@@ -121,8 +131,10 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.illegal_action = illegal_action
         self.opponent_factory = opponent_factory
         self.set_opponents(opponents)
-        self._encode = batch_encoder(self.rules, observation)
-        layout = layout_for(self.rules, observation)
+        self._encode = batch_encoder(self.rules, observation)  # what a seat observes: opponents read it
+        self.privileged = privileged
+        layout = privileged_layout(self.rules, observation) if privileged else layout_for(self.rules, observation)
+        self._encode_learner = BatchEncoder(self.rules, layout) if privileged else self._encode
         self.single_observation_space = spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32)
         self.single_action_space = spaces.Discrete(self.rules.tile_set.num_actions)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -175,7 +187,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         # A splitmix64 stream per game for the compiled uniform (random) opponents.
         self._streams = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.uint64)
         everyone = self.games.all_games
-        step = _Step(self.num_envs, self._encode.layout.size)
+        step = _Step(self.num_envs, self._encode_learner.layout.size)
         self._draw_seats(everyone)
         step.fresh[:] = True
         self._play_until_learner(everyone, step)
@@ -187,7 +199,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
         n = self.num_envs
-        step = _Step(n, self._encode.layout.size)
+        step = _Step(n, self._encode_learner.layout.size)
         legal = self._masks[np.arange(n), actions]
         illegal = np.flatnonzero(~legal)
         if len(illegal):
@@ -341,7 +353,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         step.episode_done[g] |= results.episode_over
 
     def _observe(self, games: np.ndarray) -> np.ndarray:
-        return self._encode(self.games, games, self.seats[games])
+        return self._encode_learner(self.games, games, self.seats[games])
 
     def _info(self) -> dict[str, Any]:
         return {"learner_seat": self.seats.copy(), "_learner_seat": np.ones(self.num_envs, dtype=bool)}

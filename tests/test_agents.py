@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import random
 
 import numpy as np
 import pytest
-from conftest import PASS, L, R, play, redeal_hidden, scripted_env
+from conftest import PASS, L, R, assert_same_decisions_under_redeals, play, scripted_env
 
 from block_env import PRESETS, Rules, raw_env
 from block_env.agents import HumanAgent, StrategicAgent, make_agent, parse_spec
@@ -47,38 +46,7 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
 )
 def test_seeded_agents_decide_the_same_under_permuted_hidden_tiles(spec, preset):
     """Same public history, hidden tiles dealt differently: the same decision."""
-    rules = Rules.preset(preset)
-    rng = np.random.default_rng(7)
-    shuffle = random.Random(3)
-    checked = 0
-    for seed in range(12):
-        env = raw_env(rules)
-        env.reset(seed=seed)
-        initial = list(env.match.round.hands)
-        leader = env.match.round.leader
-        # Random play up to a decision of seat 0 with a real choice.
-        for _ in range(int(rng.integers(2, 12))):
-            if all(env.terminations.values()):
-                break
-            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
-        if all(env.terminations.values()):
-            continue
-        observer = env.agent_name_mapping[env.agent_selection]
-        hands = redeal_hidden(rules, initial, env.match.round.moves, observer, shuffle)
-        if hands is None:
-            continue
-        other = raw_env(rules)
-        other.reset(seed=seed, options={"hands": hands, "leader": leader})
-        for _, action in env.match.round.moves:
-            other.step(action)
-        a = env.observe(env.agent_selection)
-        b = other.observe(other.agent_selection)
-        assert np.array_equal(a["observation"], b["observation"])
-        first = make_agent(spec, rules, seed=11)
-        second = make_agent(spec, rules, seed=11)
-        assert first.act(a) == second.act(b)
-        checked += 1
-    assert checked >= 5
+    assert_same_decisions_under_redeals(spec, Rules.preset(preset))
 
 
 def test_same_seed_same_decisions_and_reset_reseeds():

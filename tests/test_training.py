@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import agent_plays_legal_round, assert_same_decisions_under_redeals
 
 from block_env import PRESETS, Rules, raw_env
 from block_env.agents import make_agent, make_env
@@ -57,6 +58,8 @@ def test_shipped_configs_are_valid():
         ({"opponents": {"scripted": [], "self_play": False}}, "at least one scripted opponent"),
         ({"eval": {"opponents": ["wizard"]}}, "unknown agent 'wizard'"),
         ({"eval": 5}, "eval must be a mapping"),
+        ({"ppo": {"critic": "oracle"}}, "ppo.critic must be one of"),
+        ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
     ],
 )
 def test_config_validation_names_the_key(values, message):
@@ -250,3 +253,90 @@ def test_policy_agent_acts_in_batch_as_one_by_one(tiny_run):
     batch = agent.act_batch(np.array(observations), np.array(masks))
     singles = [agent.act({"observation": o, "action_mask": m.astype(np.int8)}) for o, m in zip(observations, masks)]
     assert batch.tolist() == singles
+
+
+# -- the asymmetric critic (ppo.critic: full_information) --------------------------------------
+
+
+def asymmetric_config(preset: str, **pretrain: object) -> object:
+    """configs/tiny.yaml's run with the asymmetric critic, on ``preset``: one PPO update."""
+    import yaml
+
+    values = yaml.safe_load(TINY.read_text())
+    values.update(rules=preset, total_timesteps=256, checkpoint_every=256, vec_env="batched")
+    values["ppo"]["critic"] = "full_information"
+    values["eval"].update(every=256, deals=2, opponents=["random"])
+    values["opponents"]["scripted"] = ["random"]
+    values["pretrain"] = {"teacher": "greedy", "decisions": 64, "epochs": 1, **pretrain}
+    return config_from_dict(values)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_asymmetric_critic_trains_saves_and_its_actor_plays_in_every_preset(preset, tmp_path):
+    """It builds, imitates and trains a PPO update on privileged observations, checkpoints,
+    and its exported actor (a plain policy over the observation) loads weights-only and plays
+    legal moves, deciding as the training policy does on the observation part."""
+    import torch
+
+    from block_env.observations import layout_for, privileged_layout
+    from block_env.training.critic import AsymmetricActorCriticPolicy
+    from block_env.training.train import load_checkpoint, make_vec_env, train
+
+    config = asymmetric_config(preset)
+    rules = Rules.preset(preset)
+    summary = train(config, tmp_path / "run", progress=False)
+    assert summary["timesteps"] == 256 and summary["pretrain"]["decisions"] == 64
+    env = make_vec_env(config, ["random"])
+    assert env.observation_space.shape == (privileged_layout(rules, "vector").size,)
+    assert (tmp_path / "run" / "checkpoints" / "ppo_256_steps.zip").is_file()
+    model = load_checkpoint(tmp_path / "run" / "final.zip", config, env)
+    assert isinstance(model.policy, AsymmetricActorCriticPolicy)
+    agent = make_agent(f"policy:{tmp_path / 'run' / 'final'}", rules, seed=0)
+    assert agent.policy.observation_space.shape == (layout_for(rules, "vector").size,)
+    obs = env.reset()
+    masks = env.env_method("action_masks")
+    actor_size = layout_for(rules, "vector").size
+    with torch.no_grad():
+        trained, _ = model.predict(obs, action_masks=np.array(masks), deterministic=True)
+    assert np.array_equal(agent.act_batch(obs[:, :actor_size], np.array(masks)), trained)
+    env.close()
+    agent_plays_legal_round(agent, rules, seed=3)
+
+
+def test_an_agent_trained_with_the_full_information_critic_decides_the_same_under_redeals(tmp_path):
+    """The critic's full information never reaches the deployed actor."""
+    from block_env.training.train import train
+
+    train(asymmetric_config("standard"), tmp_path / "run", progress=False)
+    assert_same_decisions_under_redeals(f"policy:{tmp_path / 'run' / 'final'}", Rules())
+
+
+def test_the_asymmetric_actor_never_reads_the_hidden_hands():
+    """The critic's value moves with the hidden hands; the actor's logits do not."""
+    import torch
+
+    from block_env.observations import layout_for, privileged_layout
+    from block_env.training.critic import AsymmetricActorCriticPolicy
+
+    rules = Rules()
+    size, actor_size = privileged_layout(rules, "vector").size, layout_for(rules, "vector").size
+    from gymnasium import spaces
+
+    policy = AsymmetricActorCriticPolicy(
+        spaces.Box(0.0, np.inf, shape=(size,), dtype=np.float32),
+        spaces.Discrete(rules.tile_set.num_actions),
+        lr_schedule=lambda _: 0.0,
+        net_arch={"pi": [16], "vf": [16]},
+        actor_size=actor_size,
+    )
+    torch.manual_seed(0)
+    obs = torch.rand(4, size)
+    other = obs.clone()
+    other[:, actor_size:] = torch.rand(4, size - actor_size)
+    with torch.no_grad():
+        features = policy.extract_features(obs, policy.pi_features_extractor)
+        features_other = policy.extract_features(other, policy.pi_features_extractor)
+        assert torch.equal(
+            policy.mlp_extractor.forward_actor(features), policy.mlp_extractor.forward_actor(features_other)
+        )
+        assert not torch.equal(policy.predict_values(obs), policy.predict_values(other))

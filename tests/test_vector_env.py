@@ -139,11 +139,48 @@ def test_illegal_action_terminate_ends_only_that_game():
         ({"reward_scale": float("nan")}, "reward_scale"),
         ({"opponents": ["wizard"]}, "unknown agent"),
         ({"episode": "set"}, "episode"),
+        ({"privileged": 1}, "privileged must be a bool"),
     ],
 )
 def test_bad_options_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_vector_env(2, "standard", **kwargs)
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+def test_privileged_observations_append_the_hidden_hands_and_change_nothing_else(preset):
+    """Same seed, same actions: the privileged env's observations are the plain env's followed
+    by every other seat's hand (relative order), final observations included."""
+    from block_env.observations import layout_for
+
+    rules = block_env.Rules.preset(preset)
+    plain = make_vector_env(6, rules, opponents=["greedy", "random"])
+    privileged = make_vector_env(6, rules, opponents=["greedy", "random"], privileged=True)
+    size, n, t = layout_for(rules, "vector").size, rules.num_players, rules.tile_set.num_tiles
+    assert privileged.single_observation_space.shape == (size + (n - 1) * t,)
+    obs_a, _ = plain.reset(seed=9)
+    obs_b, _ = privileged.reset(seed=9)
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(40):
+        np.testing.assert_array_equal(obs_b[:, :size], obs_a)
+        for game in range(6):
+            owner, seat = privileged.games.owner[game], privileged.seats[game]
+            hidden = np.concatenate([owner == (seat + r) % n for r in range(1, n)])
+            np.testing.assert_array_equal(obs_b[game, size:], hidden)
+        masks = plain.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs_a, rewards_a, done_a, _, info_a = plain.step(actions)
+        obs_b, rewards_b, done_b, _, info_b = privileged.step(actions)
+        assert np.array_equal(rewards_a, rewards_b) and np.array_equal(done_a, done_b)
+        for game in np.flatnonzero(done_a):
+            final = info_b["final_obs"][game]
+            np.testing.assert_array_equal(final[:size], info_a["final_obs"][game])
+            # The round's last hidden hands: each other seat's row holds as many tiles as its count.
+            counts = final[layout_for(rules, "vector").slices["hand_counts"]]
+            np.testing.assert_array_equal(final[size:].reshape(n - 1, t).sum(axis=1), counts[1:])
+            finished += 1
+    assert finished > 0
 
 
 def test_sb3_vec_env_serves_maskable_ppo_with_one_mask_call(monkeypatch):

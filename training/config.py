@@ -21,6 +21,8 @@ from block_env.rules import Rules, check_choice, resolve_rules
 
 #: How the training envs are vectorised.
 VEC_ENVS = ("batched", "subproc", "dummy")
+#: What the value network reads (block_env.training.critic).
+CRITICS = ("observation", "full_information")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,11 @@ class PPOConfig:
     """Hidden layer sizes, shared shape for the policy and value networks."""
     activation: str = "tanh"
     """"tanh" or "relu"."""
+    critic: str = "observation"
+    """What the value network reads: "observation" (the learner's, as the policy) or
+    "full_information" (the observation plus every hidden hand, an asymmetric actor-critic;
+    the policy still reads only the observation, and only the policy is deployed).
+    "full_information" needs vec_env "batched"."""
 
     def validate(self) -> None:
         _positive("ppo.learning_rate", self.learning_rate)
@@ -63,6 +70,7 @@ class PPOConfig:
         if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
             raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
         check_choice("ppo.activation", self.activation, ACTIVATIONS)
+        check_choice("ppo.critic", self.critic, CRITICS)
 
 
 @dataclass(frozen=True)
@@ -181,6 +189,11 @@ class TrainConfig:
         _positive("n_envs", self.n_envs)
         _positive("checkpoint_every", self.checkpoint_every)
         self.ppo.validate()
+        if self.ppo.critic == "full_information" and self.vec_env != "batched":
+            raise ValueError(
+                f'ppo.critic "full_information" needs vec_env "batched" (the hidden hands come from the batched '
+                f"engine), got vec_env {self.vec_env!r}"
+            )
         self.pretrain.validate()
         self.opponents.validate()
         self.eval.validate()

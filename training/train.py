@@ -26,6 +26,7 @@ from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.arena import ArenaConfig, run_arena, summarize
 from block_env.agents.policy import activation_class, save_agent
 from block_env.gym_env import BlockDominoesEnv
+from block_env.observations import encode_hidden, layout_for
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 
@@ -86,7 +87,8 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     if config.vec_env == "batched":
         from block_env.sb3_vec_env import BlockDominoesVecEnv
 
-        vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, **options))
+        privileged = asymmetric(config)  # the hidden hands ride along for the critic
+        vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, privileged=privileged, **options))
         vec.seed(derive_seed(config.seed, "env"))
         return VecMonitor(vec)
 
@@ -112,33 +114,56 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
 # -- saving and safe loading ------------------------------------------------------------------
 
 
+def asymmetric(config: TrainConfig) -> bool:
+    """The critic reads the hidden hands too (block_env.training.critic)."""
+    return config.ppo.critic == "full_information"
+
+
+def policy_class(config: TrainConfig) -> Any:
+    if asymmetric(config):
+        from block_env.training.critic import AsymmetricActorCriticPolicy
+
+        return AsymmetricActorCriticPolicy
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    return MaskableActorCriticPolicy
+
+
 def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     arch = list(config.ppo.net_arch)
-    return {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation_class(config.ppo.activation)}
+    kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation_class(config.ppo.activation)}
+    if asymmetric(config):
+        kwargs["actor_size"] = layout_for(config.resolved_rules(), config.observation).size
+    return kwargs
 
 
 def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
-    arch = list(config.ppo.net_arch)
-    return save_agent(
-        model.policy,
-        folder,
-        config.resolved_rules(),
-        config.observation,
-        net_arch={"pi": arch, "vf": arch},
-        activation=config.ppo.activation,
-    )
+    """The learner's policy as an agent folder; with the asymmetric critic, its actor alone."""
+    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
+    rules = config.resolved_rules()
+    policy = model.policy
+    if asymmetric(config):
+        from block_env.training.critic import export_actor
+
+        shape = {
+            "observation_size": layout_for(rules, config.observation).size,
+            "num_actions": rules.tile_set.num_actions,
+            "net_arch": arch,
+            "activation": config.ppo.activation,
+        }
+        policy = export_actor(policy, shape)
+    return save_agent(policy, folder, rules, config.observation, net_arch=arch, activation=config.ppo.activation)
 
 
 def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
     """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
     so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
     from stable_baselines3.common.utils import ConstantSchedule
 
     with zipfile.ZipFile(path) as archive:
         data = json.loads(archive.read("data").decode())
     known: dict[str, Any] = {
-        "policy_class": MaskableActorCriticPolicy,
+        "policy_class": policy_class(config),
         "policy_kwargs": policy_kwargs(config),
         "observation_space": env.observation_space,
         "action_space": env.action_space,
@@ -182,6 +207,7 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
         config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher"), observation=config.observation
     )
     observations, masks, actions, returns = [], [], [], []
+    privileged = asymmetric(config)
     episode = 0
     while len(actions) < config.pretrain.decisions:
         env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
@@ -193,10 +219,14 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
             obs = env.observe(agent)
             action = teacher.act(obs)
             if obs["action_mask"].sum() > 1:
-                observations.append(obs["observation"])
+                seat = env.agent_name_mapping[agent]
+                if privileged:  # what the asymmetric critic reads: the hidden hands appended
+                    observations.append(np.concatenate([obs["observation"], encode_hidden(env.match.round, seat)]))
+                else:
+                    observations.append(obs["observation"])
                 masks.append(obs["action_mask"].astype(bool))
                 actions.append(action)
-                seats.append(env.agent_name_mapping[agent])
+                seats.append(seat)
             env.step(action)
             for a in env.possible_agents:
                 totals[a] += env.rewards[a]
@@ -434,7 +464,7 @@ def train(
     else:
         p = config.ppo
         model = MaskablePPO(
-            "MlpPolicy",
+            policy_class(config),
             env,
             learning_rate=p.learning_rate,
             n_steps=p.n_steps,
