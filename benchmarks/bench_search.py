@@ -1,18 +1,26 @@
-"""Search agent speed: decisions per second at its default budget (and at others), on
-positions from real games with at least two legal moves, for each ladder preset.
+"""Decision speed: decisions per second (and milliseconds per decision) of agents at their
+default budgets, on positions from real games with at least two legal moves, per preset.
+Agents that act in batch (policies: ``act_batch``) are also timed on all positions at once.
+The last table gives each agent's time per decision as a fraction of the first spec's (search).
 
-    python benchmarks/bench_search.py [--decisions 200] [--markdown out.md]
+    python benchmarks/bench_search.py [--decisions 200] [--specs search pretrained:standard]
+        [--presets standard] [--markdown out.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
-import numpy as np
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the arena's workers use
 
-from block_env import Rules, raw_env
-from block_env.agents import make_agent
+import numpy as np  # noqa: E402
+
+from block_env import Rules, raw_env  # noqa: E402
+from block_env.agents import make_agent  # noqa: E402
+
+PRESETS = ["standard", "standard_3p", "standard_4p", "partnership"]
 
 
 def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
@@ -33,32 +41,65 @@ def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
     return out[:count]
 
 
+def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[float, float | None]:
+    """(one by one, in one batch or None): seconds per decision after a warm-up call (the
+    batched search and the policies compile or allocate on first use)."""
+    agent = make_agent(spec, rules, seed=0)
+    agent.act(obs[0])
+    start = time.perf_counter()
+    for o in obs:
+        agent.act(o)
+    single = (time.perf_counter() - start) / len(obs)
+    if not hasattr(agent, "act_batch"):
+        return single, None
+    observations = np.stack([o["observation"] for o in obs])
+    masks = np.stack([o["action_mask"].astype(bool) for o in obs])
+    agent.act_batch(observations[:2], masks[:2])
+    start = time.perf_counter()
+    agent.act_batch(observations, masks)
+    return single, (time.perf_counter() - start) / len(obs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=200)
     parser.add_argument("--specs", nargs="+", default=["search", "search:worlds=24", "strategic"])
-    parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
+    parser.add_argument("--markdown", help="also write the tables to this file")
     args = parser.parse_args()
-    presets = ["standard", "standard_3p", "standard_4p", "partnership"]
-    lines = ["| agent | " + " | ".join(presets) + " |", "|---|" + "---:|" * len(presets)]
-    for spec in args.specs:
-        cells = []
-        for preset in presets:
-            rules = Rules.preset(preset)
-            obs = positions(rules, args.decisions)
-            agent = make_agent(spec, rules, seed=0)
-            agent.act(obs[0])  # warm-up: the batched search compiles its kernels on first use
-            start = time.perf_counter()
-            for o in obs:
-                agent.act(o)
-            cells.append(f"{len(obs) / (time.perf_counter() - start):,.0f}")
-            print(f"  {spec} on {preset}: {cells[-1]} decisions/s", flush=True)
-        lines.append(f"| `{spec}` | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
-    print("\ndecisions per second (positions with 2+ legal moves):\n" + table)
+    timings: dict[tuple[str, str], tuple[float, float | None]] = {}
+    for preset in args.presets:
+        rules = Rules.preset(preset)
+        obs = positions(rules, args.decisions)
+        for spec in args.specs:
+            single, batched = timings[spec, preset] = seconds_per_decision(spec, rules, obs)
+            extra = f", {1 / batched:,.0f}/s in one batch" if batched else ""
+            print(f"  {spec} on {preset}: {1 / single:,.0f} decisions/s one by one{extra}", flush=True)
+
+    def table(title: str, cell) -> str:
+        lines = [f"{title}\n", "| agent | " + " | ".join(args.presets) + " |", "|---|" + "---:|" * len(args.presets)]
+        for spec in args.specs:
+            lines.append(f"| `{spec}` | " + " | ".join(cell(spec, p) for p in args.presets) + " |")
+        return "\n".join(lines)
+
+    def per_second(spec: str, preset: str) -> str:
+        single, batched = timings[spec, preset]
+        return f"{1 / single:,.0f}" + (f" ({1 / batched:,.0f} batched)" if batched else "")
+
+    def fraction(spec: str, preset: str) -> str:
+        reference = timings[args.specs[0], preset][0]
+        single, batched = timings[spec, preset]
+        return f"1/{reference / single:,.0f}" + (f" (1/{reference / batched:,.0f} batched)" if batched else "")
+
+    tables = [
+        table("decisions per second (positions with 2+ legal moves; one by one, and in one batch):", per_second),
+        table(f"time per decision as a fraction of `{args.specs[0]}`'s one-by-one time:", fraction),
+    ]
+    text = "\n\n".join(tables)
+    print("\n" + text)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(table + "\n")
+            f.write(text + "\n")
 
 
 if __name__ == "__main__":
