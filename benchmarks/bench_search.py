@@ -88,8 +88,12 @@ def main() -> None:
 
     def fraction(spec: str, preset: str) -> str:
         reference = timings[args.specs[0], preset][0]
+
+        def share(seconds: float) -> str:  # "1/99" of the reference's time, or "7.4x" when slower
+            return f"1/{reference / seconds:,.0f}" if seconds <= reference else f"{seconds / reference:.1f}x"
+
         single, batched = timings[spec, preset]
-        return f"1/{reference / single:,.0f}" + (f" (1/{reference / batched:,.0f} batched)" if batched else "")
+        return share(single) + (f" ({share(batched)} batched)" if batched else "")
 
     tables = [
         table("decisions per second (positions with 2+ legal moves; one by one, and in one batch):", per_second),

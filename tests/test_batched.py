@@ -143,6 +143,31 @@ def test_the_batched_encoder_follows_any_layout_of_built_in_and_added_pieces():
         BatchEncoder(rules, layout)
 
 
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+def test_the_hidden_hands_piece_matches_the_scalar_rounds(preset):
+    """The privileged layout's batched hidden_hands = encode_hidden on the scalar round."""
+    from block_env.observations import BatchEncoder, encode_hidden, layout_for, privileged_layout
+
+    rules = PRESETS[preset]
+    games = BatchedGames(rules, 5, seed=2)
+    matches = [first_round(games, i) for i in range(5)]
+    encode = BatchEncoder(rules, privileged_layout(rules, "vector"))
+    size = layout_for(rules, "vector").size
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        for seat in range(rules.num_players):
+            rows = encode(games, games.all_games, np.full(5, seat))
+            for i, match in enumerate(matches):
+                np.testing.assert_array_equal(rows[i, size:], encode_hidden(match.round, seat))
+        if games.over.any():  # a round ended: its hands are final, nothing left to step
+            break
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in games.legal_mask()])
+        games.step(actions)
+        for i, match in enumerate(matches):
+            match.step(int(actions[i]))
+    assert (games.num_moves > 3).all()
+
+
 def test_an_illegal_action_names_the_game_and_changes_nothing():
     games = BatchedGames(PRESETS["standard"], 4, seed=0)
     mask = games.legal_mask()

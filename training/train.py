@@ -198,8 +198,9 @@ def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
 
 def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
     """Play teacher-vs-teacher episodes; keep every decision with two or more legal moves:
-    the observation, mask, the teacher's action and the deciding seat's scaled episode return
-    (in the training reward mode), for the value head."""
+    the observation (with the asymmetric critic, the hidden hands appended as the vector env's
+    privileged observations have them), mask, the teacher's action and the deciding seat's
+    scaled episode return (in the training reward mode), for the value head."""
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
