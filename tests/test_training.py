@@ -340,3 +340,21 @@ def test_the_asymmetric_actor_never_reads_the_hidden_hands():
             policy.mlp_extractor.forward_actor(features), policy.mlp_extractor.forward_actor(features_other)
         )
         assert not torch.equal(policy.predict_values(obs), policy.predict_values(other))
+
+
+def test_policy_agent_logits_are_the_torch_modules(tiny_run):
+    """The numpy forward pass the agent decides with equals the loaded torch policy's."""
+    import torch
+
+    rules = Rules()
+    agent = make_agent(f"policy:{tiny_run / 'final'}", rules)
+    env = raw_env(rules)
+    env.reset(seed=4)
+    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    policy = agent.policy
+    with torch.no_grad():
+        latent = policy.mlp_extractor.forward_actor(
+            policy.extract_features(torch.as_tensor(obs), policy.pi_features_extractor)
+        )
+        expected = policy.action_net(latent).numpy()
+    np.testing.assert_allclose(agent.logits(obs), expected, rtol=1e-5, atol=1e-5)
