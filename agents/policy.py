@@ -30,6 +30,17 @@ def activation_class(name: str) -> Any:
     return {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[name]
 
 
+def policy_shape(rules: Rules, observation: str, net_arch: dict, activation: str) -> dict[str, Any]:
+    """The agent.json keys that shape a policy network (what :func:`build_policy` reads) for
+    an agent of ``rules`` reading the ``observation`` encoding."""
+    return {
+        "observation_size": layout_for(rules, observation).size,
+        "num_actions": rules.tile_set.num_actions,
+        "net_arch": net_arch,
+        "activation": activation,
+    }
+
+
 def build_policy(metadata: dict[str, Any]) -> Any:
     """An untrained MaskableActorCriticPolicy shaped as ``metadata`` describes."""
     from gymnasium import spaces

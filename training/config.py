@@ -57,6 +57,11 @@ class PPOConfig:
     the policy still reads only the observation, and only the policy is deployed).
     "full_information" needs vec_env "batched"."""
 
+    @property
+    def asymmetric(self) -> bool:
+        """The critic reads the hidden hands too (block_env.training.critic)."""
+        return self.critic == "full_information"
+
     def validate(self) -> None:
         _positive("ppo.learning_rate", self.learning_rate)
         _positive("ppo.n_steps", self.n_steps)
@@ -189,7 +194,7 @@ class TrainConfig:
         _positive("n_envs", self.n_envs)
         _positive("checkpoint_every", self.checkpoint_every)
         self.ppo.validate()
-        if self.ppo.critic == "full_information" and self.vec_env != "batched":
+        if self.ppo.asymmetric and self.vec_env != "batched":
             raise ValueError(
                 f'ppo.critic "full_information" needs vec_env "batched" (the hidden hands come from the batched '
                 f"engine), got vec_env {self.vec_env!r}"

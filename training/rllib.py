@@ -25,10 +25,9 @@ import numpy as np
 from pettingzoo.utils.wrappers import BaseWrapper
 
 from block_env.aec import raw_env
-from block_env.agents.policy import ACTIVATIONS, build_policy, save_agent
+from block_env.agents.policy import ACTIVATIONS, build_policy, policy_shape, save_agent
 from block_env.agents.scripted import GreedyAgent
 from block_env.batched import random_legal_actions
-from block_env.observations import layout_for
 from block_env.options import ENCODINGS
 from block_env.rules import PRESETS, Rules, check_choice
 from block_env.seeding import derive_seed
@@ -292,13 +291,7 @@ def export_agent(module: Any, config: RLlibConfig, folder: str | Path) -> Path:
 
     rules = config.rules_object
     net_arch = {"pi": list(config.hidden), "vf": list(config.hidden)}
-    metadata = {
-        "observation_size": layout_for(rules, config.observation).size,
-        "num_actions": rules.tile_set.num_actions,
-        "net_arch": net_arch,
-        "activation": config.activation,
-    }
-    policy = build_policy(metadata)
+    policy = build_policy(policy_shape(rules, config.observation, net_arch, config.activation))
     target = policy.state_dict()
     state = {}
     for name, tensor in module.state_dict().items():

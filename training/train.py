@@ -24,7 +24,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.arena import ArenaConfig, run_arena, summarize
-from block_env.agents.policy import activation_class, save_agent
+from block_env.agents.policy import activation_class, policy_shape, save_agent
 from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import encode_hidden, layout_for
 from block_env.seeding import derive_seed
@@ -87,7 +87,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     if config.vec_env == "batched":
         from block_env.sb3_vec_env import BlockDominoesVecEnv
 
-        privileged = asymmetric(config)  # the hidden hands ride along for the critic
+        privileged = config.ppo.asymmetric  # the hidden hands ride along for the critic
         vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, privileged=privileged, **options))
         vec.seed(derive_seed(config.seed, "env"))
         return VecMonitor(vec)
@@ -114,13 +114,8 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
 # -- saving and safe loading ------------------------------------------------------------------
 
 
-def asymmetric(config: TrainConfig) -> bool:
-    """The critic reads the hidden hands too (block_env.training.critic)."""
-    return config.ppo.critic == "full_information"
-
-
 def policy_class(config: TrainConfig) -> Any:
-    if asymmetric(config):
+    if config.ppo.asymmetric:
         from block_env.training.critic import AsymmetricActorCriticPolicy
 
         return AsymmetricActorCriticPolicy
@@ -132,7 +127,7 @@ def policy_class(config: TrainConfig) -> Any:
 def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     arch = list(config.ppo.net_arch)
     kwargs = {"net_arch": {"pi": arch, "vf": arch}, "activation_fn": activation_class(config.ppo.activation)}
-    if asymmetric(config):
+    if config.ppo.asymmetric:
         kwargs["actor_size"] = layout_for(config.resolved_rules(), config.observation).size
     return kwargs
 
@@ -142,16 +137,10 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
     arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
     rules = config.resolved_rules()
     policy = model.policy
-    if asymmetric(config):
+    if config.ppo.asymmetric:
         from block_env.training.critic import export_actor
 
-        shape = {
-            "observation_size": layout_for(rules, config.observation).size,
-            "num_actions": rules.tile_set.num_actions,
-            "net_arch": arch,
-            "activation": config.ppo.activation,
-        }
-        policy = export_actor(policy, shape)
+        policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
     return save_agent(policy, folder, rules, config.observation, net_arch=arch, activation=config.ppo.activation)
 
 
@@ -208,7 +197,7 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
         config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher"), observation=config.observation
     )
     observations, masks, actions, returns = [], [], [], []
-    privileged = asymmetric(config)
+    privileged = config.ppo.asymmetric
     episode = 0
     while len(actions) < config.pretrain.decisions:
         env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
