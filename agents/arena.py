@@ -161,6 +161,7 @@ def run_arena(
     records_path: str | Path | None = None,
     resume: bool = False,
     ray_address: str | None = None,
+    first_deal: int = 0,
 ) -> list[dict[str, Any]]:
     """Play every deal (in parallel when ``config.workers > 1``), with a progress bar.
 
@@ -169,14 +170,20 @@ def run_arena(
     there (the file's config must be this one) and plays only the others, so the result is
     exactly that of an uninterrupted run. With ``ray_address`` ("local", "auto" or a
     cluster's address) the deals run as Ray tasks (:mod:`block_env.agents.ray_arena`),
-    with the same results.
+    with the same results. ``first_deal`` plays only deals ``first_deal..config.deals - 1``:
+    the deals a run with ``config.deals = first_deal`` (same seed) did not play, since the
+    deal seeds of a shorter run are the first of a longer one's.
     """
+    if not isinstance(first_deal, int) or not 0 <= first_deal < config.deals:
+        raise ValueError(f"first_deal must be an int in [0, deals={config.deals}), got {first_deal!r}")
+    if first_deal and records_path is not None:
+        raise ValueError("first_deal plays part of a run: it cannot be combined with records_path")
     seeds = deal_seeds(config.seed, config.deals)
     done: dict[int, list[dict[str, Any]]] = {}
     if records_path is not None:
         done = _open_records(Path(records_path), config, resume)
-    tasks = [(config, d, s) for d, s in enumerate(seeds) if d not in done]
-    bar = _progress_bar(progress, config.deals, f"arena: {len(config.agents)} agents, {config.deals} deals")
+    tasks = [(config, d, s) for d, s in enumerate(seeds) if d >= first_deal and d not in done]
+    bar = _progress_bar(progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals")
     with bar as update:
         for _ in done:
             update()

@@ -33,6 +33,16 @@ def test_tables_and_rotations_seat_every_agent_everywhere():
     assert rotations((0, 1, 0, 1)) == [(0, 1, 0, 1), (1, 0, 1, 0)]
 
 
+def test_first_deal_plays_the_deals_a_shorter_run_did_not():
+    short = ArenaConfig(agents=("random", "greedy"), deals=3, seed=4)
+    longer = ArenaConfig(agents=("random", "greedy"), deals=7, seed=4)
+    rest = run_arena(longer, progress=False, first_deal=3)
+    assert {r["deal"] for r in rest} == {3, 4, 5, 6}
+    assert run_arena(short, progress=False) + rest == run_arena(longer, progress=False)
+    with pytest.raises(ValueError, match=r"first_deal must be an int in \[0, deals=7\), got 7"):
+        run_arena(longer, progress=False, first_deal=7)
+
+
 @pytest.mark.parametrize("preset, episode", [("standard_3p", "round"), ("partnership", "round"), ("standard", "match")])
 def test_duplicate_deals_are_identical_across_rotations(preset, episode):
     rules = Rules.preset(preset)

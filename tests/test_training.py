@@ -60,6 +60,8 @@ def test_shipped_configs_are_valid():
         ({"eval": 5}, "eval must be a mapping"),
         ({"ppo": {"critic": "oracle"}}, "ppo.critic must be one of"),
         ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
+        ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
+        ({"eval": {"deals": 500, "max_deals": 400}}, r"eval\.max_deals \(400\) must be at least eval\.deals \(500\)"),
     ],
 )
 def test_config_validation_names_the_key(values, message):
@@ -96,6 +98,32 @@ def test_training_smoke_run_writes_every_output(tiny_run):
     assert [int(r["timesteps"]) for r in rows] == [0, 256, 512]  # 0: right after the warm start
     assert (tiny_run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert any((tiny_run / "tensorboard").rglob("events.out.tfevents.*"))
+
+
+def test_curve_points_play_deals_until_the_interval_is_narrow_enough(tiny_run):
+    from block_env.training.train import evaluate_against_baselines
+
+    base = load_config(TINY)
+    agent = tiny_run / "final"
+    fixed = evaluate_against_baselines(agent, base, deals=20, seed=5)
+    assert fixed["vs_random_deals"] == 20
+    wide = fixed["vs_random_high"] - fixed["vs_random_low"]
+    wanted = wide / 2 * 0.6  # about 2.8x the deals for this interval
+    narrowed = _with_eval(halfwidth=wanted, max_deals=400)
+    row = evaluate_against_baselines(agent, narrowed, deals=20, seed=5)
+    for opponent in narrowed.eval.opponents:
+        half = (row[f"vs_{opponent}_high"] - row[f"vs_{opponent}_low"]) / 2
+        assert half <= wanted or row[f"vs_{opponent}_deals"] == 400, opponent
+    assert row["vs_random_deals"] > 20
+    capped = _with_eval(halfwidth=1e-6, max_deals=30)
+    assert evaluate_against_baselines(agent, capped, deals=20, seed=5)["vs_random_deals"] == 30
+
+
+def _with_eval(**changes):
+    import yaml
+
+    values = yaml.safe_load(TINY.read_text())
+    return config_from_dict({**values, "eval": {**values["eval"], **changes}})
 
 
 def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):

@@ -137,11 +137,22 @@ class EvalConfig:
     """Baselines the learner is evaluated against, periodically and in the final arena."""
     final_deals: int = 300
     """Duplicate deals of the final arena run (block-dominoes main)."""
+    halfwidth: float | None = None
+    """If set, a learning-curve point plays more deals against an opponent (beyond ``deals``,
+    up to ``max_deals``) until its 95% interval is +-halfwidth points per round or narrower;
+    None: ``deals`` against each."""
+    max_deals: int = 6000
+    """The most deals one learning-curve point plays against one opponent (with ``halfwidth``)."""
 
     def validate(self) -> None:
         _positive("eval.every", self.every)
         _positive("eval.deals", self.deals)
         _positive("eval.final_deals", self.final_deals)
+        if self.halfwidth is not None:
+            _positive("eval.halfwidth", self.halfwidth)
+        _positive("eval.max_deals", self.max_deals)
+        if self.max_deals < self.deals:
+            raise ValueError(f"eval.max_deals ({self.max_deals}) must be at least eval.deals ({self.deals})")
         if not self.opponents:
             raise ValueError("eval.opponents must name at least one baseline")
         for i, spec in enumerate(self.opponents):

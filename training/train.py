@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shutil
 import time
 import zipfile
@@ -23,7 +24,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.arena import ArenaConfig, run_arena, summarize
+from block_env.agents.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.agents.policy import activation_class, policy_shape, save_agent
 from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import encode_hidden, layout_for
@@ -277,22 +278,40 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
 
 def evaluate_against_baselines(agent_dir: Path, config: TrainConfig, deals: int, seed: int) -> dict[str, Any]:
     """Net points per round of the saved agent against each baseline (duplicate deals,
-    masks always on), with 95% intervals."""
+    masks always on), with 95% intervals and the number of deals played: ``deals``, or, with
+    ``eval.halfwidth``, as many more as that interval needs (:func:`head_to_head_within`)."""
     spec = f"policy:{agent_dir}"
     row: dict[str, Any] = {}
     margins = []
     for opponent in config.eval.opponents:
-        arena = ArenaConfig(
-            agents=(spec, opponent), rules=config.resolved_rules(), episode=config.episode, deals=deals, seed=seed
-        )
-        report = summarize(arena, run_arena(arena, progress=False))
-        estimate = report.head_to_head[spec][opponent]
+        estimate = head_to_head_within(spec, opponent, config, deals, seed)
         row[f"vs_{opponent}"] = estimate.mean
         row[f"vs_{opponent}_low"] = estimate.low
         row[f"vs_{opponent}_high"] = estimate.high
+        row[f"vs_{opponent}_deals"] = estimate.n
         margins.append(estimate.mean)
     row["mean_margin"] = float(np.mean(margins))
     return row
+
+
+def head_to_head_within(spec: str, opponent: str, config: TrainConfig, deals: int, seed: int) -> Estimate:
+    """``spec`` − ``opponent`` per round over duplicate deals: ``deals`` of them, then, while
+    the 95% interval is wider than +-``eval.halfwidth``, the further deals its width says
+    are needed (10% spare; at most ``eval.max_deals``). The deal seeds of a shorter run are
+    the first of a longer one's, so only the new deals are played."""
+    target, played, records = deals, 0, []
+    while True:
+        arena = ArenaConfig(
+            agents=(spec, opponent), rules=config.resolved_rules(), episode=config.episode, deals=target, seed=seed
+        )
+        records += run_arena(arena, progress=False, first_deal=played)
+        played = target
+        estimate = summarize(arena, records).head_to_head[spec][opponent]
+        wanted = config.eval.halfwidth
+        halfwidth = (estimate.high - estimate.low) / 2
+        if wanted is None or halfwidth <= wanted or played >= config.eval.max_deals:
+            return estimate
+        target = min(config.eval.max_deals, max(played + 1, math.ceil(1.1 * played * (halfwidth / wanted) ** 2)))
 
 
 def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
@@ -312,7 +331,9 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
         mean = [float(r[f"vs_{opponent}"]) for r in rows]
         low = [float(r[f"vs_{opponent}_low"]) for r in rows]
         high = [float(r[f"vs_{opponent}_high"]) for r in rows]
-        ax.plot(steps, mean, marker="o", label=f"vs {opponent}")
+        deals = sorted({int(r.get(f"vs_{opponent}_deals") or 0) for r in rows} - {0})
+        played = "" if not deals else f" ({deals[0]:,}{f'-{deals[-1]:,}' if len(deals) > 1 else ''} deals a point)"
+        ax.plot(steps, mean, marker="o", label=f"vs {opponent}{played}")
         ax.fill_between(steps, low, high, alpha=0.15)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlabel("environment steps (learner decisions)")
