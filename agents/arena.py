@@ -183,7 +183,9 @@ def run_arena(
     if records_path is not None:
         done = _open_records(Path(records_path), config, resume)
     tasks = [(config, d, s) for d, s in enumerate(seeds) if d >= first_deal and d not in done]
-    bar = _progress_bar(progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals")
+    bar = _progress_bar(
+        progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals"
+    )
     with bar as update:
         for _ in done:
             update()
