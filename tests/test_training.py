@@ -116,7 +116,12 @@ def test_curve_points_play_deals_until_the_interval_is_narrow_enough(tiny_run):
         assert half <= wanted or row[f"vs_{opponent}_deals"] == 400, opponent
     assert row["vs_random_deals"] > 20
     capped = _with_eval(halfwidth=1e-6, max_deals=30)
-    assert evaluate_against_baselines(agent, capped, deals=20, seed=5)["vs_random_deals"] == 30
+    with pytest.warns(UserWarning, match="after eval.max_deals=30 deals, wider than eval.halfwidth") as caught:
+        assert evaluate_against_baselines(agent, capped, deals=20, seed=5)["vs_random_deals"] == 30
+    assert sorted(str(w.message).split(":")[0] for w in caught) == [
+        "learning-curve point against greedy",
+        "learning-curve point against random",
+    ]
 
 
 def _with_eval(**changes):

@@ -13,6 +13,7 @@ import json
 import math
 import shutil
 import time
+import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -309,7 +310,14 @@ def head_to_head_within(spec: str, opponent: str, config: TrainConfig, deals: in
         estimate = summarize(arena, records).head_to_head[spec][opponent]
         wanted = config.eval.halfwidth
         halfwidth = (estimate.high - estimate.low) / 2
-        if wanted is None or halfwidth <= wanted or played >= config.eval.max_deals:
+        if wanted is None or halfwidth <= wanted:
+            return estimate
+        if played >= config.eval.max_deals:
+            warnings.warn(
+                f"learning-curve point against {opponent}: +-{halfwidth:.2f} points per round after "
+                f"eval.max_deals={config.eval.max_deals} deals, wider than eval.halfwidth={wanted}",
+                stacklevel=2,
+            )
             return estimate
         target = min(config.eval.max_deals, max(played + 1, math.ceil(1.1 * played * (halfwidth / wanted) ** 2)))
 
