@@ -249,6 +249,12 @@ def test_cli_user_errors_are_one_line_and_exit_2(args, message, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def _default_sigint():
+    # A background job of a non-interactive shell starts with SIGINT ignored, and Python then
+    # keeps ignoring it: restore the default so Ctrl-C reaches the command under test.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_when(process, ready, timeout=240):
     deadline = time.time() + timeout
     while not ready():
@@ -264,7 +270,13 @@ def test_an_interrupted_arena_resumes_to_the_uninterrupted_numbers(tmp_path):
     whole = tmp_path / "whole"
     assert main([*args, "--out", str(whole), "--quiet"]) == 0
     cut = tmp_path / "cut"
-    process = subprocess.Popen([*CLI, *args, "--out", str(cut), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*CLI, *args, "--out", str(cut), "--quiet"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     records = cut / "records.jsonl"
     code = _interrupt_when(process, lambda: records.exists() and len(records.read_text().splitlines()) > 20)
     assert code == 130
@@ -280,7 +292,12 @@ def test_ctrl_c_during_training_leaves_a_resumable_checkpoint(tmp_path):
     config = ROOT / "configs" / "tiny.yaml"
     args = ["train", "--config", str(config), "--out", str(out), "--quiet"]
     process = subprocess.Popen(
-        [*CLI, *args, "--total-timesteps", "1000000"], cwd=ROOT, stdout=subprocess.PIPE, text=True, env=os.environ
+        [*CLI, *args, "--total-timesteps", "1000000"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=_default_sigint,
     )
     curve = out / "learning_curve.csv"
     code = _interrupt_when(process, lambda: curve.exists() and len(curve.read_text().splitlines()) >= 3)
