@@ -284,11 +284,16 @@ class Estimate:
     high: float
     n: int
 
+    @property
+    def halfwidth(self) -> float:
+        """Half the interval's width: the ``x`` of ``mean ± x``."""
+        return (self.high - self.low) / 2
+
     def fmt(self, percent: bool = False, digits: int = 1) -> str:
         if self.n == 0 or math.isnan(self.mean):
             return "n/a"
         scale = 100.0 if percent else 1.0
-        half = (self.high - self.low) / 2 * scale
+        half = self.halfwidth * scale
         unit = "%" if percent else ""
         return f"{self.mean * scale:.{digits}f}{unit} ± {half:.{digits}f}"
 

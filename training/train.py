@@ -300,6 +300,7 @@ def head_to_head_within(spec: str, opponent: str, config: TrainConfig, deals: in
     the 95% interval is wider than +-``eval.halfwidth``, the further deals its width says
     are needed (10% spare; at most ``eval.max_deals``). The deal seeds of a shorter run are
     the first of a longer one's, so only the new deals are played."""
+    wanted = config.eval.halfwidth
     target, played, records = deals, 0, []
     while True:
         arena = ArenaConfig(
@@ -308,8 +309,7 @@ def head_to_head_within(spec: str, opponent: str, config: TrainConfig, deals: in
         records += run_arena(arena, progress=False, first_deal=played)
         played = target
         estimate = summarize(arena, records).head_to_head[spec][opponent]
-        wanted = config.eval.halfwidth
-        halfwidth = (estimate.high - estimate.low) / 2
+        halfwidth = estimate.halfwidth
         if wanted is None or halfwidth <= wanted:
             return estimate
         if played >= config.eval.max_deals:
@@ -340,8 +340,11 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
         low = [float(r[f"vs_{opponent}_low"]) for r in rows]
         high = [float(r[f"vs_{opponent}_high"]) for r in rows]
         deals = sorted({int(r.get(f"vs_{opponent}_deals") or 0) for r in rows} - {0})
-        played = "" if not deals else f" ({deals[0]:,}{f'-{deals[-1]:,}' if len(deals) > 1 else ''} deals a point)"
-        ax.plot(steps, mean, marker="o", label=f"vs {opponent}{played}")
+        label = f"vs {opponent}"
+        if deals:
+            span = f"{deals[0]:,}" if len(deals) == 1 else f"{deals[0]:,}-{deals[-1]:,}"
+            label += f" ({span} deals a point)"
+        ax.plot(steps, mean, marker="o", label=label)
         ax.fill_between(steps, low, high, alpha=0.15)
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlabel("environment steps (learner decisions)")
