@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.batched import random_legal_actions
 from block_env.engine import PublicView
-from block_env.opponents import UNIFORM
+from block_env.opponents import UNIFORM, random_legal_action
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
@@ -21,10 +22,6 @@ class RandomAgent(Agent):
     observes = False  # act_batch reads the masks alone
     compiled_policy = UNIFORM  # the vector env plays it inside its compiled loop
 
-    def act(self, obs: Observation) -> int:
-        legal = legal_actions(obs)
-        return legal[self.rng.randrange(len(legal))]
-
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
         super().__init__(rules, seed, observation)
         # A stream of its own for act_batch, so that act()'s stream is the same as ever.
@@ -35,16 +32,27 @@ class RandomAgent(Agent):
         if seed is not None:
             self.batch_rng = np.random.default_rng(seed)
 
+    def act(self, obs: Observation) -> int:
+        return random_legal_action(obs["action_mask"], self.rng)
+
     def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
         return random_legal_actions(masks, self.batch_rng)
 
 
-def heaviest_first_key(rules: Rules, action: int) -> tuple[int, int, int]:
-    """Greedy order: more pips first, then doubles, then the lower action id."""
-    if action == rules.tile_set.pass_action:
-        return (-1, 0, -action)
-    a, b = rules.tile_set.tiles[action >> 1]
-    return (a + b, int(a == b), -action)
+#: Greedy's order as weights of a move's score: per pip of the tile, for a double, per tile of
+#: mine that follows the new ends (the search's "greedy" playout scores moves with these).
+GREEDY_WEIGHTS = (2.0, 1.0, 0.0)
+
+
+@cache
+def greedy_rank(rules: Rules) -> np.ndarray:
+    """Greedy's rank of every action (2T+1,) int64: heaviest tile first, doubles first among
+    equals, the pass last; the lowest action id wins a tie (``argmax`` takes the first)."""
+    pips, double, _ = GREEDY_WEIGHTS
+    ranks = [int(pips * (a + b) + double * (a == b)) for a, b in rules.tile_set.tiles for _end in (0, 1)]
+    rank = np.array([*ranks, -1], dtype=np.int64)
+    rank.flags.writeable = False  # shared by every greedy agent of these rules
+    return rank
 
 
 class GreedyAgent(Agent):
@@ -55,16 +63,15 @@ class GreedyAgent(Agent):
 
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
         super().__init__(rules, seed, observation)
-        ts = rules.tile_set
-        # heaviest_first_key as one number per action: the first maximum is the lowest id.
-        self._rank = np.array([2 * (a + b) + (a == b) for a, b in ts.tiles for _ in (0, 1)] + [-1], dtype=np.int64)
-        self.compiled_policy = self._rank  # the vector env plays it inside its compiled loop
+        self.compiled_policy = greedy_rank(rules)  # the vector env plays it inside its compiled loop
 
     def act(self, obs: Observation) -> int:
-        return max(legal_actions(obs), key=lambda a: heaviest_first_key(self.rules, a))
+        return int(self.act_batch(None, obs["action_mask"][None].astype(bool))[0])
 
     def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
-        return np.where(masks, self._rank, -2).argmax(axis=1)
+        if not masks.any(axis=1).all():
+            raise ValueError("an action mask is all zeros: it is not this seat's turn")
+        return np.where(masks, self.compiled_policy, -2).argmax(axis=1)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
-from block_env.agents.scripted import StrategicAgent, StrategyWeights
+from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
 from block_env.batched import BatchedGames, sample_hidden_hands
 from block_env.engine import PublicView, Round
 from block_env.rules import Rules
@@ -83,7 +83,7 @@ class SearchAgent(Agent):
         # The playout policy's weights (per pip, double, tile of mine following the new ends):
         # "greedy" ranks as the greedy agent does; "heuristic" as the strategic agent's first three.
         w = PLAYOUT_WEIGHTS
-        self._weights = (2.0, 1.0, 0.0) if playout == "greedy" else (w.pips, w.double, w.control)
+        self._weights = GREEDY_WEIGHTS if playout == "greedy" else (w.pips, w.double, w.control)
         self._batches: dict[int, BatchedGames] = {}  # one batch per size, reused decision after decision
 
     def act(self, obs: Observation) -> int:

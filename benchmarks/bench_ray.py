@@ -17,8 +17,8 @@ import time
 
 import ray
 
-from block_env.agents.arena import evaluate
-from block_env.agents.ray_arena import batch_size
+from block_env.arena import evaluate
+from block_env.arena.ray import batch_size
 from block_env.training.rllib import RLlibConfig, train_rllib
 
 

@@ -14,17 +14,17 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from block_env.engine import Match, RoundResult
-from block_env.observations import encode_state, encoder, state_layout
+from block_env.engine import Match, PublicView, RoundResult
+from block_env.observations import encode_hidden, encode_state, encoder, state_layout
 from block_env.options import ENCODINGS, EPISODES, RENDER_MODES, REWARDS
 from block_env.render import render_image, render_text, seat_name
-from block_env.rules import Rules, check_choice, resolve_rules
+from block_env.rules import Rules, resolve_rules
+from block_env.seeding import SEED_BOUND
 from block_env.tiles import Tile, format_tile
+from block_env.validation import check_choice
 
 #: The keys ``reset(options=...)`` reads (CONTRACT.md).
 RESET_OPTION_KEYS = ("hands", "leader")
-#: The engine seed each reset draws from the env's seeded numpy generator is below this.
-ENGINE_SEED_BOUND = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ class raw_env(AECEnv):
         self.action_spaces = {a: spaces.Discrete(self._num_actions) for a in self.possible_agents}
         state = state_layout(self.rules)
         self.state_space = spaces.Box(0.0, state.high(), shape=(state.size,), dtype=np.float32)
-        self.match: Match | None = None
+        self._engine: Match | None = None  # the engine behind the env; callers use the methods below
         self.round_number = 0
 
     def observation_space(self, agent: str) -> spaces.Space:
@@ -233,11 +233,11 @@ class raw_env(AECEnv):
         if seed is not None or not hasattr(self, "_np_random_ready"):
             self.np_random, self.np_random_seed = seeding.np_random(seed)
             self._np_random_ready = True
-        engine_seed = int(self.np_random.integers(0, ENGINE_SEED_BOUND))
+        engine_seed = int(self.np_random.integers(0, SEED_BOUND))
         if scenario is None:
-            self.match = Match(self.rules, engine_seed)
+            self._engine = Match(self.rules, engine_seed)
         else:
-            self.match = Match(self.rules, engine_seed, hands=scenario.hands, leader=scenario.leader)
+            self._engine = Match(self.rules, engine_seed, hands=scenario.hands, leader=scenario.leader)
         self.round_number = 1
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
@@ -245,37 +245,39 @@ class raw_env(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
-        self.agent_selection = self.possible_agents[self.match.round.current]
+        self.agent_selection = self.possible_agents[self._engine.round.current]
 
     def step(self, action: Any) -> None:
+        match = self._match("step()")
+        if not self.agents:
+            raise RuntimeError("the episode is over and every agent is done: call reset() to start another")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        assert self.match is not None
         try:
             act = as_action(action, self._num_actions)
         except ValueError as e:
-            raise ValueError(f"{e}; legal actions for {agent}: {self.match.round.describe_legal()}") from None
+            raise ValueError(f"{e}; legal actions for {agent}: {match.round.describe_legal()}") from None
         except TypeError as e:
-            raise TypeError(f"{e}; legal actions for {agent}: {self.match.round.describe_legal()}") from None
-        result = self.match.step(act)  # ValueError naming the legal actions; nothing changed
+            raise TypeError(f"{e}; legal actions for {agent}: {match.round.describe_legal()}") from None
+        result = match.step(act)  # ValueError naming the legal actions; nothing changed
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
         if result is not None:
             self._end_round(result)
         if not self.terminations[self.agent_selection]:
-            self.agent_selection = self.possible_agents[self.match.round.current]
+            self.agent_selection = self.possible_agents[match.round.current]
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 
     def _end_round(self, result: RoundResult) -> None:
-        assert self.match is not None
-        over = self.episode == "round" or self.match.is_over
-        episode_winner = result.winning_side if self.episode == "round" else self.match.winner_side
+        match = self._match("step()")
+        over = self.episode == "round" or match.is_over
+        episode_winner = result.winning_side if self.episode == "round" else match.winner_side
         per_side = result.side_values(self.reward_mode, episode_winner=episode_winner, episode_over=over)
-        info = {"round_result": {"round": self.round_number, **result.as_dict()}, "scores": list(self.match.scores)}
+        info = {"round_result": {"round": self.round_number, **result.as_dict()}, "scores": list(match.scores)}
         for seat, agent in enumerate(self.possible_agents):
             self.rewards[agent] = per_side[self.rules.side_of(seat)]
             self.infos[agent] = dict(info)
@@ -283,48 +285,94 @@ class raw_env(AECEnv):
             for agent in self.agents:
                 self.terminations[agent] = True
         else:
-            self.match.next_round()
+            match.next_round()
             self.round_number += 1
 
     # -- what callers may read --------------------------------------------------------------
 
     def legal_actions(self) -> list[int]:
         """Legal action ids of the agent to move (empty once the episode is over)."""
-        assert self.match is not None, "call reset() before legal_actions()"
+        match = self._match("legal_actions()")
         if self.terminations[self.agent_selection]:
             return []
-        return self.match.round.legal_actions()
+        return match.round.legal_actions()
 
     @property
     def results(self) -> list[RoundResult]:
         """Every finished round of this episode, oldest first."""
-        return [] if self.match is None else self.match.results
+        return [] if self._engine is None else self._engine.results
 
     @property
     def scores(self) -> list[int]:
         """Match score per side (the rounds' awards so far this episode)."""
-        assert self.match is not None, "call reset() before scores"
-        return list(self.match.scores)
+        match = self._match("scores")
+        return list(match.scores)
 
     @property
     def match_winner(self) -> int | None:
         """The side that won the match (match episodes), else None."""
-        return None if self.match is None else self.match.winner_side
+        return None if self._engine is None else self._engine.winner_side
+
+    @property
+    def episode_over(self) -> bool:
+        """Whether every agent has terminated (or no episode was started)."""
+        return self._engine is None or all(self.terminations.values())
+
+    def seat_of(self, agent: str) -> int:
+        """The seat of ``agent`` ("player_2" -> 2); ValueError names the agents."""
+        if agent not in self.agent_name_mapping:
+            raise ValueError(f"unknown agent {agent!r}; agents: {', '.join(self.possible_agents)}")
+        return self.agent_name_mapping[agent]
+
+    def public_view(self, agent: str) -> PublicView:
+        """Everything ``agent`` knows at the table now, seat-relative: its hand, the ends,
+        the tiles played, every seat's tile count and shown voids, whose turn it is and, on
+        its turn, its legal actions. The same facts as its observation, decoded."""
+        match = self._match("public_view()")
+        return match.round.public_view(self.seat_of(agent), match.scores)
+
+    def line(self) -> list[Tile]:
+        """The current round's line, left to right, each tile oriented so touching halves meet."""
+        return self._match("line()").round.line()
+
+    def round_records(self) -> list[dict[str, Any]]:
+        """The move record of every round of this episode, oldest first: each finished round,
+        then the current one if a move was made in it and it is not over. A record is plain
+        JSON (:meth:`block_env.Round.record`): what replays are made of."""
+        match = self._match("round_records()")
+        records = [rnd.record() for rnd in match.finished_rounds]
+        if match.round.moves and match.round.result is None:
+            records.append(match.round.record())
+        return records
+
+    def current_round_record(self) -> dict[str, Any]:
+        """The move record of the current round (the finished one, once a round episode is over)."""
+        return self._match("current_round_record()").round.record()
+
+    def hidden_hands(self, agent: str) -> np.ndarray:
+        """Every other seat's hand, seat-relative (float32, (n - 1) * T): full information,
+        like ``state()``, for centralised critics and teachers, never for a policy's input."""
+        return encode_hidden(self._match("hidden_hands()").round, self.seat_of(agent))
+
+    def _match(self, what: str) -> Match:
+        if self._engine is None:
+            raise RuntimeError(f"call reset() before {what}")
+        return self._engine
 
     def deal(self) -> dict[str, Any]:
         """The current round's dealt hands (full information, like ``state()``) and leader:
         what duplicate play keeps identical across seatings."""
-        assert self.match is not None, "call reset() before deal()"
-        rnd = self.match.round
+        match = self._match("deal()")
+        rnd = match.round
         hands: list[list[Tile]] = [rnd.tiles.tiles_of(h) for h in rnd.dealt_hands()]
         return {"hands": hands, "leader": rnd.leader}
 
     # -- observing ----------------------------------------------------------------------
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
-        assert self.match is not None, "call reset() before observe()"
-        rnd = self.match.round
-        obs = self._encode(rnd, self.agent_name_mapping[agent], self.match.scores)
+        match = self._match("observe()")
+        rnd = match.round
+        obs = self._encode(rnd, self.seat_of(agent), match.scores)
         mask = np.zeros(self._num_actions, dtype=np.int8)
         if agent == self.agent_selection and not self.terminations.get(agent, True):
             for action in rnd.legal_actions():  # a few items: faster than fancy indexing
@@ -332,19 +380,19 @@ class raw_env(AECEnv):
         return {"observation": obs, "action_mask": mask}
 
     def state(self) -> np.ndarray:
-        assert self.match is not None, "call reset() before state()"
-        return encode_state(self.match.round, self.match.scores)
+        match = self._match("state()")
+        return encode_state(match.round, match.scores)
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             gymnasium.logger.warn("render() was called without a render_mode; pass render_mode= to the env.")
             return None
-        assert self.match is not None, "call reset() before render()"
+        match = self._match("render()")
         viewer = self.agent_name_mapping.get(self.agent_selection, 0)
-        rnd = self.match.round
+        rnd = match.round
         if self.render_mode == "rgb_array":
             return render_image(rnd, viewer)
-        text = render_text(rnd, self.match.scores, viewer, self.round_number)
+        text = render_text(rnd, match.scores, viewer, self.round_number)
         if self.render_mode == "human":
             print(text + "\n")
             return None

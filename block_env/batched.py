@@ -33,7 +33,8 @@ import numpy as np
 from numba import njit
 
 from block_env.options import EPISODES, REWARDS
-from block_env.rules import Rules, check_choice
+from block_env.rules import Rules
+from block_env.validation import check_choice
 
 #: ``owner`` codes besides seats.
 OUT_OF_PLAY = -1

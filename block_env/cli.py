@@ -58,7 +58,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from block_env.agents import make_agent
-    from block_env.agents.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
 
     config = ArenaConfig(
         agents=tuple(args.agents),
@@ -102,14 +102,14 @@ def _output_folder(value: str) -> Path:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from block_env.agents.play import play_in_terminal
+    from block_env.apps.terminal import play_in_terminal
 
     return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
-        from block_env.agents.web import serve
+        from block_env.apps.web import serve
     except ImportError as e:
         raise ValueError(f"the web app needs the [web] extra (pip install 'block-env[web]'): {e}") from None
     serve(args.host, args.port)
@@ -158,31 +158,20 @@ def cmd_train_rllib(args: argparse.Namespace) -> int:
 
 def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
-    from block_env.agents.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
-    from block_env.seeding import derive_seed
+    from block_env.arena import markdown
     from block_env.training.config import load_config
-    from block_env.training.train import BEST, STEP_0, train
+    from block_env.training.main_job import run_main_job
 
     config = load_config(args.config, _train_overrides(args))
     out = _output_folder(args.out)
-    summary = train(config, out, progress=not args.quiet)
-    if summary.get("interrupted"):
+    result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
+    summary = result.training
+    if result.report is None:
         print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume CHECKPOINT")
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
-    # The trained agent against its own step-0 policy (the warm start: PPO's own gain) and the baselines.
-    arena = ArenaConfig(
-        agents=(f"policy:{out / BEST}", f"policy:{out / STEP_0}", *config.eval.opponents),
-        rules=config.resolved_rules(),
-        episode=config.episode,
-        deals=config.eval.final_deals,
-        seed=derive_seed(config.seed, "final_arena"),  # deals the training-time evaluations never saw
-        workers=args.workers,
-    )
-    report = summarize(arena, run_arena(arena, progress=not args.quiet, records_path=out / "arena" / RECORDS_FILE))
-    paths = write_outputs(report, out / "arena")
-    print(markdown(report))
-    print("wrote " + ", ".join(str(p) for p in paths.values()) + f", {summary['learning_curve']}")
+    print(markdown(result.report))
+    print("wrote " + ", ".join(str(p) for p in result.files.values()) + f", {summary['learning_curve']}")
     return 0
 
 
@@ -202,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rules", help="list the rules presets")
     p.set_defaults(func=cmd_rules)
 
-    from block_env.agents.arena import default_workers
+    from block_env.arena import default_workers
 
     p = sub.add_parser("eval", help="duplicate-deal arena: win rates with 95%% CIs, head-to-head, ratings")
     p.add_argument(

@@ -328,6 +328,19 @@ class Round:
                 hands[seat] |= 1 << (action >> 1)
         return hands
 
+    def record(self) -> dict[str, Any]:
+        """The round as a JSON-ready move record (what replays read): the dealt ``hands``
+        (tiles per seat), the ``lead`` (a seat, or "heaviest" when the holder of the heaviest
+        double had to open with it), the ``moves`` as ``[seat, action]`` and the ``result``
+        (``RoundResult.as_dict()``, None while the round is running)."""
+        ts = self.tiles
+        return {
+            "hands": [[list(t) for t in ts.tiles_of(h)] for h in self.dealt_hands()],
+            "lead": "heaviest" if self.forced_opening >= 0 else self.leader,
+            "moves": [[seat, action] for seat, action in self.moves],
+            "result": None if self.result is None else self.result.as_dict(),
+        }
+
     def describe_legal(self) -> str:
         return ", ".join(f"{a} ({self.tiles.describe_action(a)})" for a in self.legal_actions())
 
@@ -540,6 +553,8 @@ class Match:
         self.rng = random.Random(seed)
         self.scores = [0] * rules.num_sides
         self.results: list[RoundResult] = []
+        #: The finished rounds, oldest first (``results[i]`` is ``finished_rounds[i].result``).
+        self.finished_rounds: list[Round] = []
         self.winner_side: int | None = None
         self.is_draw = False
         if hands is None:
@@ -567,6 +582,7 @@ class Match:
 
     def _award(self, result: RoundResult) -> None:
         self.results.append(result)
+        self.finished_rounds.append(self.round)
         if result.winning_side is not None:
             self.scores[result.winning_side] += result.award
         target = self.rules.resolved_target

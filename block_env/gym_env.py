@@ -11,13 +11,10 @@ from gymnasium import spaces
 
 from block_env.aec import parse_reset_options, raw_env
 from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
-from block_env.options import ILLEGAL_ACTIONS, check_learner_seat, check_reward_scale, check_skip_forced
-from block_env.rules import Rules, check_choice, resolve_rules
-
-#: A scripted first round can end before the learner moves; reset deals again, this often at most.
-MAX_REDEALS = 100
-#: Seeds drawn from the env's generator for the engine and each opponent are below this.
-SEED_BOUND = 2**62
+from block_env.options import ILLEGAL_ACTIONS, MAX_REDEALS, check_learner_seat
+from block_env.rules import Rules, resolve_rules
+from block_env.seeding import SEED_BOUND
+from block_env.validation import check_bool, check_choice, check_number
 
 
 class BlockDominoesEnv(gymnasium.Env):
@@ -89,8 +86,8 @@ class BlockDominoesEnv(gymnasium.Env):
         check_choice("render_mode", render_mode, (None, *self.metadata["render_modes"]))
         check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
         check_learner_seat(learner_seat, self.rules.num_players)
-        check_reward_scale(reward_scale)
-        check_skip_forced(skip_forced)
+        check_number("reward_scale", reward_scale, positive=True)
+        check_bool("skip_forced", skip_forced)
         self.aec = raw_env(self.rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
         self.observation = observation
         self.learner_seat = learner_seat
@@ -208,7 +205,7 @@ class BlockDominoesEnv(gymnasium.Env):
         results = self.aec.results
         if results:
             info["round_result"] = results[-1].as_dict()
-        if self._episode_over and self.aec.match is not None:
+        if self._episode_over:
             info["scores"] = self.aec.scores
             info["learner_side"] = self.rules.side_of(self.seat)
         return info

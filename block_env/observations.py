@@ -27,8 +27,9 @@ from numba import njit
 from block_env.batched import PLAYED, BatchedGames
 from block_env.engine import PublicView, Round
 from block_env.options import ENCODINGS
-from block_env.rules import Rules, check_choice
+from block_env.rules import Rules
 from block_env.tiles import bit_indices, ends_after
+from block_env.validation import check_choice
 
 #: How a piece is stored: "bits" pieces are 0/1 and come first in a player encoding (the
 #: whole prefix is built as one Python int and unpacked in one numpy call: the hot path);

@@ -4,15 +4,19 @@ The envs know nothing of the agents package (imports go one way: core <- agents)
 with ``act(observation_dict) -> action`` and ``reset(seed)`` can sit at an opponent's seat;
 ``block_env.agents.Agent`` is one. Spec strings such as ``"greedy"`` are turned into agents
 above the core: an env given strings needs an ``opponent_factory`` (``gymnasium.make`` and
-``block_env.agents.make_env`` pass one).
+``block_env.agents.make_env`` pass one), except ``"random"``, which the core plays itself
+(:class:`RandomOpponent`), so that the envs work with their defaults.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from block_env.batched import random_legal_actions
 
 
 @runtime_checkable
@@ -59,6 +63,43 @@ def compiled_policy(opponent: Opponent) -> np.ndarray | str | None:
     raise ValueError(f"{opponent!r}: compiled_policy must be {UNIFORM!r} or a 1-D integer rank array, got {policy!r}")
 
 
+def random_legal_action(mask: np.ndarray, rng: random.Random) -> int:
+    """A legal action drawn uniformly (``mask``: an observation's action mask)."""
+    legal = np.flatnonzero(mask)
+    if not len(legal):
+        raise ValueError("the observation's action mask is all zeros: it is not this seat's turn")
+    return int(legal[rng.randrange(len(legal))])
+
+
+class RandomOpponent:
+    """Uniform over the legal actions: the opponent the Gymnasium views use for the spec
+    ``"random"`` when they are given no ``opponent_factory`` (``block_env.agents``'
+    ``random`` agent plays the same way).
+
+    >>> import numpy as np
+    >>> RandomOpponent(seed=0).act({"action_mask": np.array([0, 1, 0], dtype=np.int8)})
+    1
+    """
+
+    name = "random"
+    observes = False  # act_batch reads the masks alone
+    compiled_policy = UNIFORM  # the vector env plays it inside its compiled loop
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None or not hasattr(self, "rng"):
+            self.rng = random.Random(seed)
+            self.batch_rng = np.random.default_rng(seed)  # its own stream, so act()'s is unchanged
+
+    def act(self, obs: dict[str, np.ndarray]) -> int:
+        return random_legal_action(obs["action_mask"], self.rng)
+
+    def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
+        return random_legal_actions(masks, self.batch_rng)
+
+
 #: Turns an agent spec string into an Opponent (e.g. ``block_env.agents.AgentFactory``).
 OpponentFactory = Callable[[str], Opponent]
 
@@ -72,6 +113,9 @@ def resolve_opponents(opponents: object, factory: OpponentFactory | None) -> lis
         if isinstance(opponent, Opponent):
             pool.append(opponent)
         elif isinstance(opponent, str):
+            if factory is None and opponent == RandomOpponent.name:
+                pool.append(RandomOpponent())
+                continue
             if factory is None:
                 raise ValueError(
                     f"opponents[{i}] is the spec {opponent!r}, but this env has no opponent_factory to build it: "

@@ -6,8 +6,9 @@ training configs and the console command import them instead of retyping them.
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from block_env.validation import is_int
 
 #: ``episode=``: one round, or rounds until the match target.
 EPISODES = ("round", "match")
@@ -19,33 +20,12 @@ ENCODINGS = ("vector", "history")
 RENDER_MODES = ("human", "ansi", "rgb_array")
 #: ``illegal_action=`` of the Gymnasium views: raise ValueError, or end the episode.
 ILLEGAL_ACTIONS = ("raise", "terminate")
+#: The Gymnasium views deal again when a scripted or quick round ends before the learner's
+#: first decision; this many times in a row at most, then RuntimeError.
+MAX_REDEALS = 100
 
 
 def check_learner_seat(learner_seat: Any, num_players: int) -> None:
     """ValueError unless ``learner_seat`` is None or a seat 0..n-1 (an int, not a bool)."""
-    if learner_seat is not None and (
-        isinstance(learner_seat, bool) or not isinstance(learner_seat, int) or not 0 <= learner_seat < num_players
-    ):
+    if learner_seat is not None and not (is_int(learner_seat) and 0 <= learner_seat < num_players):
         raise ValueError(f"learner_seat must be None or a seat 0..{num_players - 1}, got {learner_seat!r}")
-
-
-def check_reward_scale(reward_scale: Any) -> None:
-    """ValueError unless ``reward_scale`` is a positive finite number (NaN and inf are not)."""
-    if (
-        isinstance(reward_scale, bool)
-        or not isinstance(reward_scale, (int, float))
-        or not math.isfinite(reward_scale)
-        or reward_scale <= 0
-    ):
-        raise ValueError(f"reward_scale must be a positive finite number, got {reward_scale!r}")
-
-
-def check_flag(name: str, value: Any) -> None:
-    """ValueError unless the option ``name`` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-
-
-def check_skip_forced(skip_forced: Any) -> None:
-    """ValueError unless ``skip_forced`` is a bool."""
-    check_flag("skip_forced", skip_forced)

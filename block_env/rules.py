@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from block_env.tiles import TileSet, tile_set
+from block_env.validation import check_bool, check_choice, check_int
 
 FIRST_LEADS = ("lot", "heaviest")
 NEXT_LEADS = ("rotate", "winner", "heaviest")
@@ -19,26 +20,6 @@ BLOCKED_SCORINGS = ("subtract_own", "others_total")
 MIN_PLAYERS, MAX_PLAYERS = 2, 4
 #: Double-two up to double-twelve; RULES.md uses 6 (default), 8 and 9.
 MIN_PIP, MAX_PIP = 2, 12
-
-
-def _check_int(name: str, value: Any, low: int, high: int | None) -> None:
-    # bool is an int subclass; True players is a bug, not a 1.
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"Rules.{name} must be an int, got {value!r} ({type(value).__name__})")
-    if value < low or (high is not None and value > high):
-        allowed = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"Rules.{name} must be in {allowed}, got {value}")
-
-
-def check_choice(name: str, value: Any, choices: tuple[Any, ...]) -> None:
-    """ValueError naming ``name`` and the allowed values unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
-
-
-def _check_bool(name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"Rules.{name} must be a bool, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -74,17 +55,17 @@ class Rules:
     club_doubling: bool = False
 
     def __post_init__(self) -> None:
-        _check_int("num_players", self.num_players, MIN_PLAYERS, MAX_PLAYERS)
-        _check_int("max_pip", self.max_pip, MIN_PIP, MAX_PIP)
-        _check_bool("partnership", self.partnership)
-        _check_bool("club_doubling", self.club_doubling)
+        check_int("Rules.num_players", self.num_players, MIN_PLAYERS, MAX_PLAYERS)
+        check_int("Rules.max_pip", self.max_pip, MIN_PIP, MAX_PIP)
+        check_bool("Rules.partnership", self.partnership)
+        check_bool("Rules.club_doubling", self.club_doubling)
         if self.partnership and self.num_players != 4:
             raise ValueError(
                 f"Rules.partnership needs num_players=4 (partners sit opposite), got num_players={self.num_players}"
             )
         num_tiles = self.tile_set.num_tiles
         if self.hand_size is not None:
-            _check_int("hand_size", self.hand_size, 1, None)
+            check_int("Rules.hand_size", self.hand_size, low=1)
         if self.num_players * self.resolved_hand_size > num_tiles:
             raise ValueError(
                 f"Rules.hand_size: {self.num_players} players x {self.resolved_hand_size} tiles "
@@ -92,7 +73,7 @@ class Rules:
                 f"allowed 1..{num_tiles // self.num_players}"
             )
         if self.target is not None:
-            _check_int("target", self.target, 1, None)
+            check_int("Rules.target", self.target, low=1)
         check_choice("Rules.first_lead", self.first_lead, FIRST_LEADS)
         check_choice("Rules.next_lead", self.next_lead, NEXT_LEADS)
         check_choice("Rules.blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
@@ -136,6 +117,10 @@ class Rules:
             return PRESETS[name]
         except KeyError:
             raise ValueError(f"unknown rules preset {name!r}; presets: {', '.join(PRESETS)}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (what replays and configs store; :meth:`from_dict` reads it)."""
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> Rules:

@@ -30,18 +30,13 @@ from block_env.options import (
     ENCODINGS,
     EPISODES,
     ILLEGAL_ACTIONS,
+    MAX_REDEALS,
     REWARDS,
-    check_flag,
     check_learner_seat,
-    check_reward_scale,
-    check_skip_forced,
 )
-from block_env.rules import Rules, check_choice, resolve_rules
+from block_env.rules import Rules, resolve_rules
 from block_env.seeding import SEED_BOUND
-
-#: A new episode can end before the learner's first decision (its moves all forced); it is
-#: dealt again, this often at most, as the single env's reset does.
-MAX_REDEALS = 100
+from block_env.validation import check_bool, check_choice, check_number
 
 
 class _Step:
@@ -117,9 +112,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         check_choice("illegal_action", illegal_action, ILLEGAL_ACTIONS)
         n = self.rules.num_players
         check_learner_seat(learner_seat, n)
-        check_reward_scale(reward_scale)
-        check_skip_forced(skip_forced)
-        check_flag("privileged", privileged)
+        check_number("reward_scale", reward_scale, positive=True)
+        check_bool("skip_forced", skip_forced)
+        check_bool("privileged", privileged)
         self.games = BatchedGames(self.rules, num_envs, episode=episode)
         self.num_envs = self.games.num_games
         self.episode = episode

@@ -10,8 +10,16 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from block_env import Rules, raw_env
+from block_env.apps.replay import replay_round
+from block_env.engine import Round
 from block_env.observations import replay_public
 from block_env.tiles import LEFT_END, RIGHT_END
+
+
+def round_of(env) -> Round:
+    """The AEC env's current round as an engine Round, rebuilt from its public move record
+    (what a test reads the engine's fields from, without reaching into the env)."""
+    return replay_round(env.rules, env.current_round_record())[0]
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
@@ -108,8 +116,8 @@ def assert_same_decisions_under_redeals(spec: str, rules: Rules, seeds: int = 12
     for seed in range(seeds):
         env = raw_env(rules)
         env.reset(seed=seed)
-        initial = list(env.match.round.hands)
-        leader = env.match.round.leader
+        initial = list(round_of(env).hands)
+        leader = round_of(env).leader
         for _ in range(int(rng.integers(2, 12))):
             if all(env.terminations.values()):
                 break
@@ -117,12 +125,12 @@ def assert_same_decisions_under_redeals(spec: str, rules: Rules, seeds: int = 12
         if all(env.terminations.values()):
             continue
         observer = env.agent_name_mapping[env.agent_selection]
-        hands = redeal_hidden(rules, initial, env.match.round.moves, observer, shuffle)
+        hands = redeal_hidden(rules, initial, round_of(env).moves, observer, shuffle)
         if hands is None:
             continue
         other = raw_env(rules)
         other.reset(seed=seed, options={"hands": hands, "leader": leader})
-        for _, action in env.match.round.moves:
+        for _, action in round_of(env).moves:
             other.step(action)
         a = env.observe(env.agent_selection)
         b = other.observe(other.agent_selection)

@@ -11,16 +11,8 @@ import sys
 import pytest
 
 from block_env import RoundResult, Rules
-from block_env.agents.arena import (
-    ArenaConfig,
-    mean_ci,
-    play_deal,
-    rotations,
-    run_arena,
-    summarize,
-    tables,
-    write_outputs,
-)
+from block_env.arena import ArenaConfig, mean_ci, play_deal, run_arena, summarize, write_outputs
+from block_env.arena.config import rotations, tables
 from block_env.cli import main
 
 

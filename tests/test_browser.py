@@ -32,9 +32,9 @@ from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-from block_env.agents.arena import evaluate  # noqa: E402
-from block_env.agents.replay import replay_round, rules_from_record  # noqa: E402
-from block_env.agents.web import create_app  # noqa: E402
+from block_env.apps.replay import replay_round, rules_from_record  # noqa: E402
+from block_env.apps.web import create_app  # noqa: E402
+from block_env.arena import evaluate  # noqa: E402
 
 
 @pytest.fixture(scope="module")

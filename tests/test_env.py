@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import pickle
 import subprocess
 import sys
@@ -58,8 +57,7 @@ def test_masks_are_int8_and_all_zero_off_turn():
 def _snapshot(env):
     return (
         env.agent_selection,
-        copy.deepcopy(env.match.round.hands),
-        list(env.match.round.moves),
+        env.round_records(),
         env.state().tobytes(),
         dict(env._cumulative_rewards),
     )
@@ -97,7 +95,7 @@ def test_illegal_action_raises_naming_legal_actions_and_changes_nothing():
             env.step(bad)
         assert _snapshot(env) == before
     env.step(np.int64(ts.action((4, 6), R)))  # numpy integers are fine
-    assert env.match.round.ends == (1, 6)
+    assert env.public_view("player_0").ends == (1, 6)
 
 
 def test_opening_on_right_end_is_illegal():
@@ -165,7 +163,7 @@ def test_scripted_leader_and_seeded_determinism():
     rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
     _random_game(a, rng_a)
     _random_game(b, rng_b)
-    assert a.match.scores == b.match.scores and a.match.results == b.match.results
+    assert a.scores == b.scores and a.results == b.results and a.round_records() == b.round_records()
 
 
 # -- rewards and episodes ------------------------------------------------------------------
@@ -196,10 +194,10 @@ def test_match_episode_deals_rounds_until_target_and_rewards_each_round():
             continue
         env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
         rounds = max(rounds, env.round_number)
-    scores = env.match.scores
-    assert max(scores) >= 40 and env.match.winner_side == int(np.argmax(scores))
+    scores = env.scores
+    assert max(scores) >= 40 and env.match_winner == int(np.argmax(scores))
     assert [totals[a] for a in env.possible_agents] == [float(s) for s in scores]
-    assert rounds == len(env.match.results) > 1
+    assert rounds == len(env.results) > 1
 
 
 def test_win_loss_in_match_mode_only_pays_at_match_end():
@@ -211,7 +209,7 @@ def test_win_loss_in_match_mode_only_pays_at_match_end():
         env.step(int(rng.choice(legal_ids(env))))
         if any(env.rewards.values()):
             paid.append(dict(env.rewards))
-    winner = f"player_{env.match.winner_side}"
+    winner = f"player_{env.match_winner}"
     assert paid == [{a: (1.0 if a == winner else -1.0) for a in env.possible_agents}]
 
 
@@ -250,7 +248,7 @@ def test_match_scores_are_in_the_observation():
     rules = Rules()
     env = scripted_env(rules, [[(6, 6)], [(3, 5), (0, 1)]], leader=0, episode="match", reward="points")
     play(env, [((6, 6), L)])  # player_0 scores 9 and the next round is dealt
-    assert env.match.scores == [9, 0]
+    assert env.scores == [9, 0]
     assert decode_observation(env.observe("player_0"), rules)["scores"] == [9, 0]
     assert decode_observation(env.observe("player_1"), rules)["scores"] == [0, 9]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
+from conftest import round_of
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
@@ -34,7 +35,7 @@ def test_make_gives_action_masks_and_match_episodes():
     while not done:
         obs, reward, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
         done = terminated or truncated
-        rounds = max(rounds, len(env.unwrapped.aec.match.results))
+        rounds = max(rounds, len(env.unwrapped.aec.results))
     assert rounds > 1 and max(info["scores"]) >= 61
 
 
@@ -51,7 +52,7 @@ def test_transitions_carry_the_learners_observation_and_reward(preset):
         done = False
         while not done:
             d = decode_observation(obs, rules)
-            engine = env.aec.match.round
+            engine = round_of(env.aec)
             assert d["hand"] == rules.tile_set.tiles_of(engine.hands[env.seat])  # the learner's own hand
             assert d["to_play"] == 0  # it is the learner's decision
             assert engine.current == env.seat
@@ -59,7 +60,7 @@ def test_transitions_carry_the_learners_observation_and_reward(preset):
             assert len(legal) > 1  # forced turns are played automatically
             obs, reward, done, _, info = env.step(int(rng.choice(legal)))
             total += reward
-        result = env.aec.match.results[-1]
+        result = env.aec.results[-1]
         won = result.winning_side == rules.side_of(env.seat)
         assert total == (result.award if won else 0.0)
     assert seats == set(range(rules.num_players))  # learner_seat=None draws every seat
@@ -75,7 +76,7 @@ def test_fixed_learner_seat_and_zero_sum_reward_scale():
         while not done:
             _, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
             total += reward
-        result = env.aec.match.results[-1]
+        result = env.aec.results[-1]
         sign = 0 if result.winning_side is None else (1 if result.winning_side == 1 else -1)
         assert total == pytest.approx(0.1 * sign * result.award)
 

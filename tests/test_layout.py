@@ -13,30 +13,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import round_of
 
 from block_env import PRESETS, raw_env
 from block_env.observations import NUMBER, Encoder, Piece, decode_observation, history_layout, vector_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Source folder -> the package name it installs as (pyproject's package-dir).
-PACKAGES = {"block_env": "block_env", "agents": "block_env.agents", "training": "block_env.training"}
-CORE = (
-    "tiles",
-    "rules",
-    "engine",
-    "batched",
-    "observations",
-    "render",
-    "aec",
-    "gym_env",
-    "vector_env",
-    "sb3_vec_env",
-    "options",
-    "opponents",
-    "seeding",
-)
-#: layer -> the packages it must never import (core <- agents <- training and the CLI).
-FORBIDDEN = {"core": ("block_env.agents", "block_env.training"), "agents": ("block_env.training",)}
+PACKAGES = {
+    "block_env": "block_env",
+    "agents": "block_env.agents",
+    "arena": "block_env.arena",
+    "apps": "block_env.apps",
+    "training": "block_env.training",
+}
+#: The console command: the top of the stack, the one module nothing else imports.
+CLI = "block_env.cli"
+#: layer -> the packages it must never import: core <- agents <- arena, apps <- training <- cli
+#: (docs/architecture.md).
+FORBIDDEN = {
+    "block_env": ("block_env.agents", "block_env.arena", "block_env.apps", "block_env.training", CLI),
+    "agents": ("block_env.arena", "block_env.apps", "block_env.training", CLI),
+    "arena": ("block_env.apps", "block_env.training", CLI),
+    "apps": ("block_env.arena", "block_env.training", CLI),
+    "training": ("block_env.apps", CLI),
+}
 
 
 def imported_modules(source: str) -> set[str]:
@@ -57,32 +58,35 @@ def wrong_way_imports(layer: str, source: str) -> list[str]:
 
 
 def modules_by_layer() -> dict[str, list[Path]]:
-    core = [ROOT / "block_env" / f"{name}.py" for name in CORE] + [ROOT / "block_env" / "__init__.py"]
-    return {"core": core, "agents": sorted((ROOT / "agents").glob("*.py"))}
+    """Every Python module of each layer's folder (the console command apart)."""
+    return {
+        folder: sorted(p for p in (ROOT / folder).glob("*.py") if p != ROOT / "block_env" / "cli.py")
+        for folder in PACKAGES
+    }
 
 
-def test_every_core_module_is_listed_or_sits_at_the_top():
-    listed = {p.name for p in modules_by_layer()["core"]}
-    present = {p.name for p in (ROOT / "block_env").glob("*.py")}
-    assert present - listed == {"cli.py"}, "a new module in block_env/ must join a layer here"
+def test_every_folder_of_the_package_is_a_layer():
+    folders = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "benchmarks", "examples"}
+    assert folders == set(PACKAGES) == set(FORBIDDEN)
 
 
-@pytest.mark.parametrize("layer", ["core", "agents"])
+@pytest.mark.parametrize("layer", list(PACKAGES))
 def test_imports_go_one_way(layer):
     for path in modules_by_layer()[layer]:
         assert not wrong_way_imports(layer, path.read_text()), f"{path.relative_to(ROOT)} imports upward"
 
 
 def test_the_import_check_catches_a_wrong_way_import():
-    assert wrong_way_imports("core", "def f():\n    from block_env.agents import make_agent\n") == [
+    assert wrong_way_imports("block_env", "def f():\n    from block_env.agents import make_agent\n") == [
         "block_env.agents",
         "block_env.agents.make_agent",
     ]
     assert wrong_way_imports("agents", "import block_env.training.train\n") == ["block_env.training.train"]
+    assert wrong_way_imports("arena", "from block_env.apps import web\n") == ["block_env.apps", "block_env.apps.web"]
     assert wrong_way_imports("agents", "from block_env.engine import Round\n") == []
 
 
-@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "batched", "observations", "options", "seeding"])
+@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "batched", "observations", "options", "seeding", "validation"])
 def test_the_engine_is_the_standard_library_and_numpy(name):
     """The engine knows nothing of PettingZoo, Gymnasium or torch: only the env adapters do."""
     imported = imported_modules((ROOT / "block_env" / f"{name}.py").read_text())
@@ -119,7 +123,7 @@ def test_adding_a_piece_is_one_layout_entry_and_one_writer(preset, observation):
     env.reset(seed=3)
     rng = np.random.default_rng(3)
     while not all(env.terminations.values()):
-        rnd, scores = env.match.round, env.match.scores
+        rnd, scores = round_of(env), env.scores  # the encoder reads the engine's round
         for seat, agent in enumerate(env.possible_agents):
             obs = extended(rnd, seat, scores)
             views = layout.views(obs)
@@ -170,9 +174,11 @@ def test_the_wheel_holds_agents_and_training_and_its_console_command_runs(tmp_pa
     for folder, package in PACKAGES.items():
         for source in (ROOT / folder).glob("*.py"):
             assert f"{package.replace('.', '/')}/{source.name}" in names
-    assert not any(n.startswith(("agents/", "training/")) for n in names), "no top-level agents/training module"
-    for asset in (ROOT / "agents" / "web_static").iterdir():  # the web app's page ships too
-        assert f"block_env/agents/web_static/{asset.name}" in names
+    assert not any(n.startswith(tuple(f"{f}/" for f in PACKAGES if f != "block_env")) for n in names), (
+        "no top-level module but block_env"
+    )
+    for asset in (ROOT / "apps" / "web_static").iterdir():  # the web app's page ships too
+        assert f"block_env/apps/web_static/{asset.name}" in names
     for agent in (ROOT / "agents" / "pretrained").iterdir():  # and the pretrained agents
         assert {f"block_env/agents/pretrained/{agent.name}/{f}" for f in ("agent.json", "policy.pth")} <= names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

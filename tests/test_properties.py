@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import redeal_hidden
+from conftest import redeal_hidden, round_of
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -36,7 +36,7 @@ def reference_heaviest(hands: list[list[tuple[int, int]]]) -> tuple[int, int]:
 
 
 def hand_tiles(env, seat):
-    return env.rules.tile_set.tiles_of(env.match.round.hands[seat])
+    return env.rules.tile_set.tiles_of(round_of(env).hands[seat])
 
 
 def play_random(env, rng, on_step=None):
@@ -56,12 +56,13 @@ def test_mask_equals_reference_legality_and_pass_iff_nothing_fits(preset, seed):
     env = raw_env(preset)
     env.reset(seed=seed)
     rules = env.rules
-    rnd = env.match.round
+    rnd = round_of(env)
     forced = None
     if rules.first_lead == "heaviest":
         forced = reference_heaviest([hand_tiles(env, s) for s in range(rules.num_players)])
 
     def check(env):
+        rnd = round_of(env)
         seat = env.agent_name_mapping[env.agent_selection]
         hand = hand_tiles(env, seat)
         expected = reference_legal(rules, hand, rnd.ends, forced if not rnd.moves else None)
@@ -78,13 +79,14 @@ def test_mask_equals_reference_legality_and_pass_iff_nothing_fits(preset, seed):
 def test_tiles_are_conserved_and_rounds_are_bounded(preset, seed):
     env = raw_env(preset)
     env.reset(seed=seed)
-    rnd = env.match.round
+    rnd = round_of(env)
     dealt = 0
     for h in rnd.hands:
         assert dealt & h == 0
         dealt |= h
 
     def check(env):
+        rnd = round_of(env)
         union = rnd.played
         for h in rnd.hands:
             assert union & h == 0  # no tile in two places
@@ -95,6 +97,7 @@ def test_tiles_are_conserved_and_rounds_are_bounded(preset, seed):
 
     moves = play_random(env, np.random.default_rng(seed), check)
     assert moves <= max_moves(env.rules)
+    rnd = round_of(env)
     assert rnd.result is not None
     line = rnd.line()  # touching halves meet, and the outer halves are the open ends
     assert all(a[1] == b[0] for a, b in zip(line, line[1:]))
@@ -131,9 +134,9 @@ def test_decoded_vector_matches_the_seats_public_view(preset, seed):
     ts = rules.tile_set
 
     def check(env):
-        rnd = env.match.round
+        rnd = round_of(env)
         for seat, agent in enumerate(env.possible_agents):
-            view = rnd.public_view(seat, env.match.scores)
+            view = rnd.public_view(seat, env.scores)
             obs = env.observe(agent)
             # One type for what a seat knows: the engine's view and the observation's agree.
             assert read_public_view(obs, rules) == view
@@ -155,7 +158,7 @@ def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, se
     rules = env.rules
     n = rules.num_players
     observer %= n
-    start = env.match.round
+    start = round_of(env)
     initial = list(start.hands)
     leader = start.leader
     actions: list[int] = []
@@ -172,17 +175,17 @@ def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, se
         actions.append(a)
         env.step(a)
 
-    hands = redeal_hidden(rules, initial, env.match.round.moves, observer, shuffle)
+    hands = redeal_hidden(rules, initial, round_of(env).moves, observer, shuffle)
     assume(hands is not None)
 
     other = raw_env(rules, observation=observation)
     other.reset(seed=seed, options={"hands": hands, "leader": leader})
     # Under "heaviest" leads the deal decides the leader and opening tile, which are public.
-    assume((other.match.round.leader, other.match.round.forced_opening) == (leader, start.forced_opening))
+    assume((round_of(other).leader, round_of(other).forced_opening) == (leader, start.forced_opening))
     replay: list[bytes] = []
     for a in actions:
         obs = other.observe(f"player_{observer}")
         replay.append(obs["observation"].tobytes() + obs["action_mask"].tobytes())
-        assert a in other.match.round.legal_actions()
+        assert a in round_of(other).legal_actions()
         other.step(a)
     assert replay == seen

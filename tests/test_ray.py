@@ -15,8 +15,8 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
 
 from block_env.agents import make_agent  # noqa: E402
-from block_env.agents.arena import evaluate  # noqa: E402
-from block_env.agents.ray_arena import batch_size  # noqa: E402
+from block_env.arena import evaluate  # noqa: E402
+from block_env.arena.ray import batch_size  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
 from block_env.training.rllib import RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
 

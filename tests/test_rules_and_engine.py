@@ -6,7 +6,7 @@ import dataclasses
 import random
 
 import pytest
-from conftest import PASS, L, R, legal_ids, play, scripted_env
+from conftest import PASS, L, R, legal_ids, play, round_of, scripted_env
 
 from block_env import PRESETS, Match, RoundResult, Rules
 from block_env.engine import deal, heaviest_holding
@@ -92,7 +92,7 @@ def test_opening_is_on_end_0_only_and_gives_low_left_high_right():
     ts = env.rules.tile_set
     assert legal_ids(env) == sorted([ts.action((1, 4), L), ts.action((2, 2), L)])
     play(env, [((1, 4), L)])
-    assert env.match.round.ends == (1, 4)
+    assert round_of(env).ends == (1, 4)
 
 
 def test_pass_only_when_forced_and_then_the_only_action():
@@ -105,13 +105,13 @@ def test_pass_only_when_forced_and_then_the_only_action():
     play(env, [((4, 6), R)])  # ends 1, 6
     assert legal_ids(env) == [ts.pass_action]  # [2|2] fits nothing
     play(env, [PASS])
-    assert env.match.round.voids[0] == (1 << 1) | (1 << 6)  # the pass shows no 1 and no 6
+    assert round_of(env).voids[0] == (1 << 1) | (1 << 6)  # the pass shows no 1 and no 6
 
 
 def test_double_stays_in_line_and_tile_fitting_both_ends_has_two_actions():
     env = scripted_env(Rules(), [[(4, 4), (1, 1)], [(1, 4), (0, 6)]], leader=1)
     play(env, [((1, 4), L), ((4, 4), R)])
-    assert env.match.round.ends == (1, 4)
+    assert round_of(env).ends == (1, 4)
     play(env, [PASS])  # [0|6] fits neither
     ts = env.rules.tile_set
     assert legal_ids(env) == [ts.action((1, 1), L)]
@@ -164,13 +164,13 @@ def test_winner_leads_next_round_and_tied_block_rotates():
     env = scripted_env(rules, [[(6, 6)], [(1, 2)], [(3, 4)]], leader=1, episode="match")
     # Seat 1 leads its only tile and is out at once: it wins and leads the next round.
     play(env, [((1, 2), L)])
-    assert env.match.results[-1].winner == 1
-    assert env.match.round.leader == 1 and env.agent_selection == "player_1"
+    assert env.results[-1].winner == 1
+    assert round_of(env).leader == 1 and env.agent_selection == "player_1"
     # A tied block: the lead rotates from the previous leader instead.
     env = scripted_env(rules, [[(6, 6), (1, 2)], [(0, 3)], [(3, 5)]], leader=0, episode="match")
     play(env, [((6, 6), L), PASS, PASS, PASS])
-    assert env.match.results[-1].winner is None
-    assert env.match.round.leader == 1
+    assert env.results[-1].winner is None
+    assert round_of(env).leader == 1
 
 
 # -- partnerships and club doubling --------------------------------------------------------
@@ -181,7 +181,7 @@ def test_partnership_domino_scores_the_opposing_sides_pips_to_both_partners():
     hands = [[(6, 6)], [(1, 2)], [(5, 5)], [(0, 3)]]
     env = scripted_env(rules, hands, leader=0, reward="points")
     play(env, [((6, 6), L)])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.winning_side == 0 and result.award == 3 + 3  # side 1 holds [1|2] and [0|3]
     assert result.side_pips == (10, 6)
     assert env.rewards == {"player_0": 6.0, "player_1": 0.0, "player_2": 6.0, "player_3": 0.0}
@@ -193,7 +193,7 @@ def test_partnership_blocked_compares_side_totals():
     hands = [[(6, 6), (0, 1)], [(0, 4)], [(4, 5)], [(0, 2)]]
     env = scripted_env(rules, hands, leader=0, reward="zero_sum")
     play(env, [((6, 6), L), PASS, PASS, PASS, PASS])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.end == "blocked" and result.winning_side == 1 and result.award == 10 - 6
     assert result.winner == 3  # the lighter partner of the winning side
     assert env.rewards == {"player_0": -4.0, "player_1": 4.0, "player_2": -4.0, "player_3": 4.0}
@@ -211,13 +211,13 @@ def test_partnership_blocked_compares_side_totals():
 def test_club_doubling(hands, moves, doubled):
     env = scripted_env(Rules(club_doubling=True), hands, leader=0)
     play(env, moves)
-    result = env.match.round.result
+    result = round_of(env).result
     plain = sum(a + b for a, b in hands[1])
     assert result.doubled is doubled
     assert result.award == plain * (2 if doubled else 1)
     off = scripted_env(Rules(), hands, leader=0)
     play(off, moves)
-    assert off.match.round.result.award == plain
+    assert round_of(off).result.award == plain
 
 
 # -- matches -------------------------------------------------------------------------------

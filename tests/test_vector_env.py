@@ -188,7 +188,7 @@ def test_sb3_vec_env_serves_maskable_ppo_with_one_mask_call(monkeypatch):
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from block_env.sb3_vec_env import BlockDominoesVecEnv
+    from block_env.training.sb3_vec_env import BlockDominoesVecEnv
 
     core = make_vector_env(16, "standard", opponents=["random", "greedy"], reward_scale=0.05)
     calls = []

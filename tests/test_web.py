@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from block_env.agents.arena import evaluate  # noqa: E402
-from block_env.agents.replay import replay, replay_round, rules_from_record  # noqa: E402
-from block_env.agents.web import Games, create_app  # noqa: E402
+from block_env.apps.replay import replay, replay_round, rules_from_record  # noqa: E402
+from block_env.apps.web import Games, create_app  # noqa: E402
+from block_env.arena import evaluate  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
 
 
@@ -110,7 +110,7 @@ def test_bad_moves_are_refused_and_change_nothing(client):
     legal = {m["action"] for tile in view["hand"] for m in tile["moves"]} or {view["pass_action"]}
     illegal = next(a for a in range(view["pass_action"] + 1) if a not in legal)
     cases = [
-        ({"action": illegal}, 422, "is not legal; legal actions:"),
+        ({"action": illegal}, 422, "is not legal for seat 0; legal actions:"),
         ({"action": 999}, 400, "'action' must be an integer 0..56"),
         ({"action": "3"}, 400, "'action' must be an integer"),
         ({"action": 1.0}, 400, "'action' must be an integer"),

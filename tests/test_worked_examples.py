@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PASS, L, R, play, scripted_env
+from conftest import PASS, L, R, play, round_of, scripted_env
 
 from block_env import Rules
 
@@ -28,12 +28,12 @@ def test_sample_hand_nell_and_omar_blocks_and_nell_scores_7():
     env = scripted_env(Rules(), [NELL, OMAR], leader=0, reward="points")
     for move, ends in SAMPLE_HAND:
         play(env, [move])
-        assert env.match.round.ends == ends
+        assert round_of(env).ends == ends
     # 11. Nell has no 3 or 6 and passes; Omar neither: blocked.
     play(env, [PASS, PASS])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.end == "blocked"
-    assert env.match.round.ends == (3, 6)
+    assert round_of(env).ends == (3, 6)
     assert result.hand_pips == (8, 15)
     assert result.winner == 0 and result.award == 7
     assert env.rewards == {"player_0": 7.0, "player_1": 0.0}
@@ -44,7 +44,7 @@ def test_three_players_pia_goes_out_and_scores_20():
     pia, quinn, rae = [(0, 5), (5, 5)], [(2, 6), (1, 3)], [(4, 4)]
     env = scripted_env(Rules(num_players=3), [pia, quinn, rae], leader=0, reward="points")
     play(env, [((0, 5), L), PASS, PASS, ((5, 5), R)])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.end == "domino" and result.winner == 0
     assert result.hand_pips == (0, 12, 8)
     assert result.award == 20
@@ -55,7 +55,7 @@ def _blocked_at_once(rules: Rules, hands):
     """Seat 0 opens [6|6] and nobody else holds a six: every seat passes, blocked."""
     env = scripted_env(rules, hands, leader=0, reward="points")
     play(env, [((6, 6), L), PASS, PASS, PASS])
-    return env.match.round.result
+    return round_of(env).result
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_blocked_ties_score_nobody_and_unique_lowest_scores_others_minus_own(han
 def test_domino_scores_every_opponents_pips_and_double_blank_is_no_tie(opponents, award):
     env = scripted_env(Rules(num_players=3), [[(6, 6)], *opponents], leader=0)
     play(env, [((6, 6), L)])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.end == "domino" and result.winner == 0 and result.award == award
 
 
@@ -98,5 +98,5 @@ def test_house_rule_blocked_others_total(scoring, award):
 def test_house_rule_go_out_against_9_and_14_scores_23():
     env = scripted_env(Rules.preset("house_3p"), [[(6, 6)], [(4, 5)], [(5, 5), (0, 4)]], leader=None)
     play(env, [((6, 6), L)])
-    result = env.match.round.result
+    result = round_of(env).result
     assert result.end == "domino" and result.winner == 0 and result.award == 23

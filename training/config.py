@@ -17,7 +17,8 @@ from typing import Any
 from block_env.agents import make_agent, parse_spec
 from block_env.agents.policy import ACTIVATIONS
 from block_env.options import ENCODINGS, EPISODES, REWARDS
-from block_env.rules import Rules, check_choice, resolve_rules
+from block_env.rules import Rules, resolve_rules
+from block_env.validation import check_choice
 
 #: How the training envs are vectorised.
 VEC_ENVS = ("batched", "subproc", "dummy")

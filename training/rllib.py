@@ -26,12 +26,13 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from block_env.aec import raw_env
 from block_env.agents.policy import ACTIVATIONS, build_policy, policy_shape, save_agent
-from block_env.agents.scripted import GreedyAgent
+from block_env.agents.scripted import greedy_rank
 from block_env.batched import random_legal_actions
 from block_env.options import ENCODINGS
-from block_env.rules import PRESETS, Rules, check_choice
+from block_env.rules import PRESETS, Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import build_dataclass, finite_number, read_yaml
+from block_env.validation import check_choice
 
 MAIN = "main"
 SCRIPTED = ("random", "greedy")
@@ -188,16 +189,6 @@ def _scripted_module_class() -> type:
     return ScriptedRLModule
 
 
-def greedy_rank(rules: Rules) -> list[float]:
-    """The greedy agent's order (its compiled policy: one rank per action), as the scripted
-    module's model config carries it."""
-    return [float(r) for r in GreedyAgent(rules).compiled_policy]
-
-
-def module_ids(config: RLlibConfig) -> list[str]:
-    return [MAIN, *(f"snapshot_{k}" for k in range(config.snapshots)), *config.scripted]
-
-
 def build_algorithm(config: RLlibConfig, run: Path) -> Any:
     """An RLlib PPO Algorithm for ``config`` (Ray must be initialised)."""
     from ray.rllib.algorithms.ppo import PPOConfig
@@ -220,7 +211,7 @@ def build_algorithm(config: RLlibConfig, run: Path) -> Any:
     scripted = _scripted_module_class()
     specs = {MAIN: learner_spec, **{f"snapshot_{k}": learner_spec for k in range(config.snapshots)}}
     for name in config.scripted:
-        specs[name] = RLModuleSpec(module_class=scripted, model_config={"policy": name, "rank": greedy_rank(rules)})
+        specs[name] = RLModuleSpec(module_class=scripted, model_config={"policy": name, "rank": [float(r) for r in greedy_rank(rules)]})
     mapping = _mapping_fn(config, rules.num_players)
     ppo = (
         PPOConfig()
@@ -331,7 +322,7 @@ def train_rllib(
     on ``final_deals`` unseen deals. Returns a summary (also written to training.json)."""
     from torch.utils.tensorboard import SummaryWriter
 
-    from block_env.agents.ray_arena import connect
+    from block_env.arena.ray import connect
 
     run = Path(run)
     checkpoint = (run / CHECKPOINT).resolve()
@@ -385,7 +376,7 @@ def train_rllib(
         "agent": str(agent),
     }
     if evaluate_against:
-        from block_env.agents.arena import evaluate, markdown
+        from block_env.arena import evaluate, markdown
 
         report = evaluate(
             [f"policy:{agent}", *evaluate_against],

@@ -25,10 +25,11 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.agents.policy import activation_class, policy_shape, save_agent
+from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
+from block_env.episodes import play_moves
 from block_env.gym_env import BlockDominoesEnv
-from block_env.observations import encode_hidden, layout_for
+from block_env.observations import layout_for
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 
@@ -74,7 +75,7 @@ class RunPaths:
 
 def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     """The training envs, with VecMonitor: "batched" (default) is every game on the batched
-    engine in this process (block_env.sb3_vec_env.BlockDominoesVecEnv); "subproc" and "dummy"
+    engine in this process (block_env.training.sb3_vec_env.BlockDominoesVecEnv); "subproc" and "dummy"
     are SB3's vectorisations of single envs."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
@@ -87,7 +88,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
         "reward_scale": config.reward_scale,
     }
     if config.vec_env == "batched":
-        from block_env.sb3_vec_env import BlockDominoesVecEnv
+        from block_env.training.sb3_vec_env import BlockDominoesVecEnv
 
         privileged = config.ppo.asymmetric  # the hidden hands ride along for the critic
         vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, privileged=privileged, **options))
@@ -199,30 +200,38 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
         config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher"), observation=config.observation
     )
     observations, masks, actions, returns = [], [], [], []
-    privileged = config.ppo.asymmetric
-    episode = 0
-    while len(actions) < config.pretrain.decisions:
-        env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
-        episode += 1
-        seats: list[int] = []
-        totals = dict.fromkeys(env.possible_agents, 0.0)
-        while not all(env.terminations.values()):
-            agent = env.agent_selection
-            obs = env.observe(agent)
+    seats: list[int] = []
+
+    class RecordingTeacher:
+        """The teacher at every seat, keeping each decision it makes with two or more legal moves."""
+
+        def reset(self, seed: int | None = None) -> None:
+            teacher.reset(seed)
+
+        def act(self, obs: dict[str, np.ndarray]) -> int:
             action = teacher.act(obs)
             if obs["action_mask"].sum() > 1:
-                seat = env.agent_name_mapping[agent]
-                if privileged:  # what the asymmetric critic reads: the hidden hands appended
-                    observations.append(np.concatenate([obs["observation"], encode_hidden(env.match.round, seat)]))
+                agent = env.agent_selection
+                if config.ppo.asymmetric:  # what the asymmetric critic reads: the hidden hands appended
+                    observations.append(np.concatenate([obs["observation"], env.hidden_hands(agent)]))
                 else:
                     observations.append(obs["observation"])
                 masks.append(obs["action_mask"].astype(bool))
                 actions.append(action)
-                seats.append(seat)
-            env.step(action)
+                seats.append(env.seat_of(agent))
+            return action
+
+    players = [RecordingTeacher()] * rules.num_players
+    episode = 0
+    while len(actions) < config.pretrain.decisions:
+        env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
+        episode += 1
+        first = len(seats)
+        totals = dict.fromkeys(env.possible_agents, 0.0)
+        for _ in play_moves(env, players):
             for a in env.possible_agents:
                 totals[a] += env.rewards[a]
-        returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats]
+        returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats[first:]]
     n = config.pretrain.decisions
     return {
         "observations": np.asarray(observations[:n], dtype=np.float32),

@@ -16,7 +16,7 @@ API (JSON):
 - ``POST /api/games/{id}/move`` ``{"action": id}``: your move; the opponents' moves that
   follow come back in ``events``, in order, for the page to show one by one.
 - ``POST /api/games/{id}/next``: after a round of a match, deal the next.
-- ``GET /api/games/{id}/replay``: the game so far as a replay (``block_env.agents.replay``).
+- ``GET /api/games/{id}/replay``: the game so far as a replay (``block_env.apps.replay``).
 - ``POST /api/replay`` ``{"replay": {...}}``: every frame of a replay, checked move by move.
 """
 
@@ -38,10 +38,12 @@ from starlette.staticfiles import StaticFiles
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent
-from block_env.agents.replay import explain, replay, replay_round, round_record, rules_record
+from block_env.apps.replay import explain, replay, replay_round
 from block_env.engine import Round
+from block_env.episodes import Move, play_moves, step
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
+from block_env.tiles import bit_indices
 
 STATIC = Path(__file__).with_name("web_static")
 #: Games kept at once; the oldest is dropped beyond this (a local app, not a service).
@@ -59,8 +61,8 @@ class BadRequest(Exception):
 
 @dataclass
 class WebGame:
-    """One game on the server: the AEC env, the agents by seat (None: the person) and the
-    finished rounds' full records."""
+    """One game on the server: the AEC env, the agents by seat (None: the person) and
+    whether a finished round of a match is on show (until the person asks for the next)."""
 
     id: str
     preset: str
@@ -69,58 +71,60 @@ class WebGame:
     seat: int
     agents: list[Agent | None]
     names: list[str]
-    env: Any
-    rounds: list[dict[str, Any]] = field(default_factory=list)
+    env: raw_env
     paused: bool = False  # a round of a match just ended: the page shows it until /next
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def over(self) -> bool:
-        return all(self.env.terminations.values())
+        return self.env.episode_over
+
+    @property
+    def person(self) -> str:
+        """The person's agent name in the env."""
+        return self.env.possible_agents[self.seat]
 
     def play_opponents(self) -> list[dict[str, Any]]:
         """Let the agents move until it is the person's move, the round ends or the game does."""
-        events = []
-        while not self.over and not self.paused:
-            seat = self.env.agent_name_mapping[self.env.agent_selection]
-            if seat == self.seat:
+        events: list[dict[str, Any]] = []
+        if self.paused:
+            return events
+        for move in play_moves(self.env, self.agents):
+            events += self._events(move)
+            if self.paused:
                 break
-            agent = self.agents[seat]
-            assert agent is not None
-            events += self.step(seat, agent.act(self.env.observe(self.env.agent_selection)))
         return events
 
-    def step(self, seat: int, action: int) -> list[dict[str, Any]]:
-        """Play one move (checked by the engine) and record a round that it ends."""
-        rnd: Round = self.env.match.round
-        finished = len(self.env.results)
-        self.env.step(action)
-        events = [
+    def play(self, action: int) -> list[dict[str, Any]]:
+        """The person's move (checked by the engine), then the agents' moves that follow."""
+        return self._events(step(self.env, action)) + self.play_opponents()
+
+    def _events(self, move: Move) -> list[dict[str, Any]]:
+        """What the page shows of a move: the line after it, and the round's result if it ended one."""
+        if move.round_over is None:
+            line, ends = self.env.line(), self.env.public_view(self.person).ends
+        else:
+            final = self._final_round()
+            line, ends = final.line(), final.ends
+        events: list[dict[str, Any]] = [
             {
-                "seat": seat,
-                "agent": self.names[seat],
-                "action": action,
-                "text": self.rules.tile_set.describe_action(action),
-                "line": [list(t) for t in rnd.line()],  # the line after this move, to show it
-                "ends": None if rnd.ends is None else list(rnd.ends),
+                "seat": move.seat,
+                "agent": self.names[move.seat],
+                "action": move.action,
+                "text": self.rules.tile_set.describe_action(move.action),
+                "line": [list(t) for t in line],
+                "ends": None if ends is None else list(ends),
             }
         ]
-        if len(self.env.results) > finished:
-            self.rounds.append({**round_record(rnd), "number": len(self.rounds) + 1})
+        if move.round_over is not None:
             self.paused = not self.over
-            events.append({"round_over": explain(rnd.result)})
+            events.append({"round_over": explain(move.round_over)})
         return events
 
     def view(self, events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """What the person's seat sees (every hand once a round is over)."""
-        rules, ts = self.rules, self.rules.tile_set
+        rules = self.rules
         showing_result = self.paused or self.over
-        rnd: Round = self.env.match.round
-        legal = [] if showing_result or rnd.current != self.seat else rnd.legal_actions()
-        by_tile: dict[int, list[dict[str, Any]]] = {}
-        for action in legal:
-            if action != ts.pass_action:
-                by_tile.setdefault(action >> 1, []).append({"action": action, "end": "right" if action & 1 else "left"})
         view: dict[str, Any] = {
             "id": self.id,
             "preset": self.preset,
@@ -130,55 +134,62 @@ class WebGame:
             "partnership": rules.partnership,
             "side_of": [rules.side_of(s) for s in range(rules.num_players)],
             "agents": self.names,
-            "round": len(self.rounds) + (0 if showing_result else 1),
+            "round": len(self.env.results) + (0 if showing_result else 1),
             "scores": list(self.env.scores),
             "target": rules.resolved_target if self.episode == "match" else None,
             "events": events or [],
             "over": self.over,
             "paused": self.paused,
         }
-        if showing_result:  # the round just finished, every hand shown
-            final = self._final_round()
-            view.update(
-                line=[list(t) for t in final.line()],
-                ends=None if final.ends is None else list(final.ends),
-                hand=[{"tile": list(t), "moves": []} for t in ts.tiles_of(final.hands[self.seat])],
-                hand_counts=list(final.counts),
-                voids=[[v for v in range(ts.num_suits) if m >> v & 1] for m in final.voids],
-                to_play=None,
-                can_pass=False,
-                result={**explain(final.result), "hands": [[list(t) for t in ts.tiles_of(h)] for h in final.hands]},
-                match_winner=self.env.match_winner if self.over and self.episode == "match" else None,
-            )
-            return view
-        view.update(
-            line=[list(t) for t in rnd.line()],
-            ends=None if rnd.ends is None else list(rnd.ends),
-            hand=[
-                {"tile": list(ts.tiles[i]), "moves": by_tile.get(i, [])}
-                for i in range(ts.num_tiles)
-                if rnd.hands[self.seat] >> i & 1
-            ],
-            hand_counts=list(rnd.counts),
-            voids=[[v for v in range(ts.num_suits) if m >> v & 1] for m in rnd.voids],
-            to_play=rnd.current,
-            can_pass=ts.pass_action in legal,
-            pass_action=ts.pass_action,
-            result=None,
-            match_winner=None,
-        )
+        view.update(self._finished_table() if showing_result else self._table())
         return view
 
+    def _table(self) -> dict[str, Any]:
+        """The round in play as the person's seat sees it, seats in absolute order."""
+        ts, n = self.rules.tile_set, self.rules.num_players
+        public = self.env.public_view(self.person)
+        by_tile: dict[int, list[dict[str, Any]]] = {}
+        for action in public.legal:
+            if action != ts.pass_action:
+                by_tile.setdefault(action >> 1, []).append({"action": action, "end": "right" if action & 1 else "left"})
+        absolute = [(s - self.seat) % n for s in range(n)]  # the relative seat of each seat
+        return {
+            "line": [list(t) for t in self.env.line()],
+            "ends": None if public.ends is None else list(public.ends),
+            "hand": [{"tile": list(ts.tiles[i]), "moves": by_tile.get(i, [])} for i in bit_indices(public.hand)],
+            "hand_counts": [public.hand_counts[r] for r in absolute],
+            "voids": [[v for v in range(ts.num_suits) if public.voids[r] >> v & 1] for r in absolute],
+            "to_play": None if public.to_play is None else (self.seat + public.to_play) % n,
+            "can_pass": ts.pass_action in public.legal,
+            "pass_action": ts.pass_action,
+            "result": None,
+            "match_winner": None,
+        }
+
+    def _finished_table(self) -> dict[str, Any]:
+        """The round that just finished, every hand shown."""
+        ts = self.rules.tile_set
+        final = self._final_round()
+        assert final.result is not None
+        return {
+            "line": [list(t) for t in final.line()],
+            "ends": None if final.ends is None else list(final.ends),
+            "hand": [{"tile": list(t), "moves": []} for t in ts.tiles_of(final.hands[self.seat])],
+            "hand_counts": list(final.counts),
+            "voids": [[v for v in range(ts.num_suits) if m >> v & 1] for m in final.voids],
+            "to_play": None,
+            "can_pass": False,
+            "result": {**explain(final.result), "hands": [[list(t) for t in ts.tiles_of(h)] for h in final.hands]},
+            "match_winner": self.env.match_winner if self.over and self.episode == "match" else None,
+        }
+
     def _final_round(self) -> Round:
-        """The last finished round, replayed from its record (the env has moved on)."""
-        rnd, _ = replay_round(self.rules, self.rounds[-1])
+        """The last finished round, replayed from its record (in a match the env has moved on)."""
+        rnd, _ = replay_round(self.rules, self.env.round_records()[-1])
         return rnd
 
     def replay(self) -> dict[str, Any]:
-        rounds = list(self.rounds)
-        if not self.over and not self.paused and self.env.match.round.moves:
-            rounds.append(round_record(self.env.match.round))
-        return {"rules": rules_record(self.rules), "agents": self.names, "rounds": rounds}
+        return {"rules": self.rules.as_dict(), "agents": self.names, "rounds": self.env.round_records()}
 
 
 class Games:
@@ -316,13 +327,14 @@ def create_app(games: Games | None = None) -> Starlette:
                     raise BadRequest("the game is over", 409)
                 if game.paused:
                     raise BadRequest("the round is over: POST .../next to deal the next one", 409)
-                rnd = game.env.match.round
-                if rnd.current != game.seat:
-                    raise BadRequest(f"it is seat {rnd.current}'s move, not yours", 409)
-                if action not in rnd.legal_actions():
-                    raise BadRequest(f"action {action} is not legal; legal actions: {rnd.describe_legal()}", 422)
-                events = game.step(game.seat, action)
-                return game.view(events + game.play_opponents())
+                to_play = game.env.seat_of(game.env.agent_selection)
+                if to_play != game.seat:
+                    raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
+                try:
+                    events = game.play(action)
+                except ValueError as e:  # the engine refused the move; nothing changed
+                    raise BadRequest(str(e), 422) from None
+                return game.view(events)
 
         return JSONResponse(await run_in_threadpool(play))
 

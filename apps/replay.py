@@ -1,7 +1,8 @@
-"""Full move records of rounds, and their replay frame by frame (the arena's ``--record``
-and the web app's replay viewer).
+"""Replays of recorded rounds, frame by frame (the arena's ``--record`` and the web app's
+replay viewer).
 
-A round record is plain JSON: the dealt ``hands`` (tiles per seat), the ``lead`` (a seat, or
+A round record is plain JSON, written by :meth:`block_env.Round.record` (and
+``raw_env.round_records()``): the dealt ``hands`` (tiles per seat), the ``lead`` (a seat, or
 "heaviest" when the holder of the heaviest double had to open with it), the ``moves`` as
 ``[seat, action]`` and the ``result`` (``RoundResult.as_dict()``). A replay is
 ``{"rules": {...Rules fields}, "agents": [name per seat], "rounds": [round record, ...]}``.
@@ -10,28 +11,11 @@ Replaying checks every move against the engine, so a hand-edited file gets a cle
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from block_env.aec import as_action, parse_reset_options
 from block_env.engine import Round, RoundResult
 from block_env.rules import Rules
-
-
-def round_record(rnd: Round) -> dict[str, Any]:
-    """A finished (or running) round as a JSON-ready record."""
-    ts = rnd.tiles
-    return {
-        "hands": [[list(t) for t in ts.tiles_of(h)] for h in rnd.dealt_hands()],
-        "lead": "heaviest" if rnd.forced_opening >= 0 else rnd.leader,
-        "moves": [[seat, action] for seat, action in rnd.moves],
-        "result": None if rnd.result is None else rnd.result.as_dict(),
-    }
-
-
-def rules_record(rules: Rules) -> dict[str, Any]:
-    """The rules as a replay stores them (``Rules.from_dict`` reads them back)."""
-    return dataclasses.asdict(rules)
 
 
 def rules_from_record(values: object) -> Rules:

@@ -4,7 +4,7 @@ Each task plays a batch of deals (every table and rotation of each, exactly as t
 process pool does, so the same seed gives the same numbers). Batches are sized so that each
 CPU of the cluster gets several (load balance) while a task's fixed cost stays small next to
 its deals (``benchmarks/bench_ray.py`` measures both). Results stream back as tasks finish,
-so :func:`block_env.agents.arena.run_arena` appends each deal to ``records.jsonl`` at once;
+so :func:`block_env.arena.run_arena` appends each deal to ``records.jsonl`` at once;
 a task whose worker dies or raises is retried (``MAX_RETRIES``) and no finished deal is lost.
 
 Every node needs block_env (and the agents' files, e.g. ``policy:PATH`` folders, at the same
@@ -19,7 +19,8 @@ from typing import Any
 
 import ray
 
-from block_env.agents.arena import ArenaConfig, play_deal_batch
+from block_env.arena.config import ArenaConfig
+from block_env.arena.play import play_deal_batch
 
 #: ``--ray`` with no address: start a Ray for this run on this machine.
 LOCAL = "local"

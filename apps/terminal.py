@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, HumanAgent, make_agent
+from block_env.episodes import Move, play_moves, step
 from block_env.render import seat_name
 from block_env.rules import Rules
 
@@ -35,25 +36,25 @@ def play_in_terminal(
         + (f" (partners: seats {seat % 2} and {seat % 2 + 2})" if rules.partnership else "")
     )
     write("Opponents: " + ", ".join(f"{seat_name(s)} = {a.name}" for s, a in enumerate(agents) if s != seat))
-    reported = 0
-    while not all(env.terminations.values()):
-        agent = env.agent_selection
-        s = env.agent_name_mapping[agent]
-        if s == seat:
-            write("\n" + env.render())  # rendered for the agent to move: you
-        action = agents[s].act(env.observe(agent))
-        if s != seat:
-            write(f"{agent} ({agents[s].name}): {rules.tile_set.describe_action(action)}")
-        round_before = env.round_number
-        env.step(action)
-        if len(env.results) > reported:
-            reported = len(env.results)
-            result = env.results[-1]
+    players: list[Agent | None] = [None if s == seat else agent for s, agent in enumerate(agents)]
+
+    def report(move: Move) -> None:
+        if move.seat != seat:
+            write(f"{seat_name(move.seat)} ({agents[move.seat].name}): {rules.tile_set.describe_action(move.action)}")
+        result = move.round_over
+        if result is not None:
             who = "nobody (tied block)" if result.winner is None else seat_name(result.winner)
             write(
-                f"\nRound {round_before} over ({result.end}): {who} scores {result.award}. "
+                f"\nRound {len(env.results)} over ({result.end}): {who} scores {result.award}. "
                 f"Pips left: {list(result.hand_pips)}. Scores: {env.scores}"
             )
+
+    while not env.episode_over:
+        for move in play_moves(env, players):
+            report(move)
+        if not env.episode_over:  # your move
+            write("\n" + str(env.render()))  # rendered for the agent to move: you
+            report(step(env, human.act(env.observe(env.agent_selection))))
     if episode == "match":
         winner = env.match_winner
         write("Match over: " + ("a draw" if winner is None else f"side {winner} wins") + f", scores {env.scores}")

@@ -1,0 +1,188 @@
+"""Playing the arena's deals: every table and seating of each deal, in this process, in a
+pool of worker processes or as Ray tasks, each finished deal appended to the records file
+as it finishes (:mod:`block_env.arena.records`), so that an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from block_env.aec import raw_env
+from block_env.agents import Agent, make_agent
+from block_env.arena.config import ArenaConfig, rotations, tables
+from block_env.arena.records import append_deal, open_records
+from block_env.arena.report import ArenaReport, summarize
+from block_env.episodes import play_moves
+from block_env.rules import Rules, resolve_rules
+from block_env.seeding import deal_seeds, seat_seed
+
+# -- playing (runs in worker processes) -------------------------------------------------------
+
+# Agents built once per worker process (a pool lives for one run_arena call, so a policy
+# file re-saved between runs is read again).
+_WORKER_AGENTS: dict[str, Agent] = {}
+
+
+def play_episode(env: raw_env, agents: Sequence[Agent], seed: int, names: Sequence[str] | None = None) -> dict[str, Any]:
+    """One episode from ``reset(seed)`` with ``agents`` by seat: each round's result, the
+    first deal (what duplicate play keeps identical across seatings) and the match winner.
+    With ``names`` (the agents' specs by seat) also the full move record, as ``replay``."""
+    env.reset(seed=seed)
+    first_deal = env.deal()
+    for seat, agent in enumerate(agents):
+        agent.reset(seed=seat_seed(seed, seat))
+    for _ in play_moves(env, agents):
+        pass
+    episode: dict[str, Any] = {
+        "rounds": [r.as_dict() for r in env.results],
+        "first_deal": first_deal,
+        "match_winner_side": env.match_winner if env.episode == "match" else None,
+    }
+    if names is not None:
+        replay = {"rules": env.rules.as_dict(), "agents": list(names), "rounds": env.round_records()}
+        episode["replay"] = replay
+    return episode
+
+
+def play_deal(
+    config: ArenaConfig, deal: int, seed: int, agents: dict[str, Agent] | None = None
+) -> list[dict[str, Any]]:
+    """Every table and rotation on one deal (the same seed, hence the same tiles).
+    ``agents`` caches the built agents by spec across calls."""
+    agents = {} if agents is None else agents
+    for spec in config.agents:
+        if spec not in agents:
+            agents[spec] = make_agent(spec, config.rules)
+    env = raw_env(config.rules, episode=config.episode, reward="points")
+    records = []
+    for table_index, table in enumerate(tables(len(config.agents), config.rules)):
+        for seating in rotations(table):
+            seated = [agents[config.agents[a]] for a in seating]
+            names = [config.agents[a] for a in seating] if config.record else None
+            episode = play_episode(env, seated, seed, names)
+            records.append({"deal": deal, "table": table_index, "seating": list(seating), **episode})
+    return records
+
+
+def _play_deal_task(args: tuple[ArenaConfig, int, int]) -> list[dict[str, Any]]:
+    return play_deal(*args, agents=_WORKER_AGENTS)
+
+
+def play_deal_batch(
+    config: ArenaConfig, deals: Sequence[tuple[int, int]], agents: dict[str, Agent]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(deal, records) for each (deal, seed), ``agents`` caching the built agents (a Ray
+    task's body: ``block_env.arena.ray``)."""
+    return [(deal, play_deal(config, deal, seed, agents=agents)) for deal, seed in deals]
+
+
+def run_arena(
+    config: ArenaConfig,
+    progress: bool = True,
+    records_path: str | Path | None = None,
+    resume: bool = False,
+    ray_address: str | None = None,
+    first_deal: int = 0,
+) -> list[dict[str, Any]]:
+    """Play every deal (in parallel when ``config.workers > 1``), with a progress bar.
+
+    With ``records_path`` each finished deal's records are appended to that JSON-lines file
+    as it finishes (nothing is lost to an interruption); ``resume`` reads the deals already
+    there (the file's config must be this one) and plays only the others, so the result is
+    exactly that of an uninterrupted run. With ``ray_address`` ("local", "auto" or a
+    cluster's address) the deals run as Ray tasks (:mod:`block_env.arena.ray`),
+    with the same results. ``first_deal`` plays only deals ``first_deal..config.deals - 1``:
+    the deals a run with ``config.deals = first_deal`` (same seed) did not play, since the
+    deal seeds of a shorter run are the first of a longer one's.
+    """
+    if not isinstance(first_deal, int) or not 0 <= first_deal < config.deals:
+        raise ValueError(f"first_deal must be an int in [0, deals={config.deals}), got {first_deal!r}")
+    if first_deal and records_path is not None:
+        raise ValueError("first_deal plays part of a run: it cannot be combined with records_path")
+    seeds = deal_seeds(config.seed, config.deals)
+    done: dict[int, list[dict[str, Any]]] = {}
+    if records_path is not None:
+        done = open_records(Path(records_path), config, resume)
+    tasks = [(config, d, s) for d, s in enumerate(seeds) if d >= first_deal and d not in done]
+    bar = _progress_bar(
+        progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals"
+    )
+    with bar as update:
+        for _ in done:
+            update()
+        for deal, records in _play(config, tasks, ray_address):
+            done[deal] = records
+            if records_path is not None:
+                append_deal(Path(records_path), deal, records)
+            update()
+    return [r for deal in sorted(done) for r in done[deal]]
+
+
+def _play(
+    config: ArenaConfig, tasks: list[tuple[ArenaConfig, int, int]], ray_address: str | None = None
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(deal, records) for each task as it finishes (in order, but on Ray)."""
+    if ray_address is not None:
+        try:
+            from block_env.arena.ray import play_on_ray
+        except ImportError as e:
+            raise ValueError(f"the arena on Ray needs the [ray] extra (pip install 'block-env[ray]'): {e}") from None
+
+        yield from play_on_ray(config, [(deal, seed) for _, deal, seed in tasks], ray_address)
+        return
+    if config.workers == 1:
+        agents: dict[str, Agent] = {}
+        for task in tasks:
+            yield task[1], play_deal(*task, agents=agents)
+        return
+    # spawn, not fork: the parent may hold torch threads (training), which fork can deadlock.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+        chunk = max(1, len(tasks) // (20 * config.workers))
+        yield from zip((t[1] for t in tasks), pool.map(_play_deal_task, tasks, chunksize=chunk))
+
+
+@contextmanager
+def _progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callable[[], None]]:
+    """Yields ``advance()``: a rich progress bar, or nothing when ``enabled`` is False."""
+    if not enabled:
+        yield lambda: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+    columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda: progress.advance(task)
+
+
+
+def evaluate(
+    agents: Iterable[str],
+    rules: Rules | str | None = None,
+    *,
+    episode: str = "round",
+    deals: int = 100,
+    seed: int = 0,
+    workers: int = 1,
+    progress: bool = False,
+    record: bool = False,
+    ray_address: str | None = None,
+) -> ArenaReport:
+    """Play and summarize in one call (the Python face of ``block-dominoes eval``);
+    ``ray_address`` runs the deals on Ray (see :func:`run_arena`)."""
+    config = ArenaConfig(
+        agents=tuple(agents),
+        rules=resolve_rules(rules),
+        episode=episode,
+        deals=deals,
+        seed=seed,
+        workers=workers,
+        record=record,
+    )
+    return summarize(config, run_arena(config, progress=progress, ray_address=ray_address))

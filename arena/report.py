@@ -1,0 +1,265 @@
+"""The arena's summaries: per-agent rates with 95% intervals, head to head, ratings, and the
+files they are written to (Markdown, CSV, JSON and a chart)."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from block_env.arena.config import ArenaConfig
+from block_env.arena.stats import NOT_MET, Estimate, mean_ci
+from block_env.engine import RoundResult
+from block_env.rules import PRESETS, Rules
+
+
+@dataclass
+class AgentReport:
+    agent: str
+    seat_rounds: int
+    round_win_rate: Estimate
+    points_per_round: Estimate
+    net_per_round: Estimate
+    match_win_rate: Estimate | None
+    rating: float
+    rating_mu: float
+    rating_sigma: float
+
+
+@dataclass
+class ArenaReport:
+    config: ArenaConfig
+    agents: list[AgentReport]
+    head_to_head: dict[str, dict[str, Estimate]]
+    records: list[dict[str, Any]]
+
+    def ranked(self) -> list[AgentReport]:
+        return sorted(self.agents, key=lambda a: -a.net_per_round.mean)
+
+
+def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport:
+    rules = config.rules
+    names = list(config.agents)
+    # per agent, per deal: lists of outcomes over its seat-rounds (and seat-matches)
+    per_deal: dict[int, dict[int, dict[str, list[float]]]] = {}
+    margin_by_deal: dict[tuple[int, int], dict[int, list[float]]] = {}
+    seat_rounds = [0] * len(names)
+    for rec in records:
+        deal = per_deal.setdefault(rec["deal"], {})
+        seating = rec["seating"]
+        for seat, a in enumerate(seating):
+            side = rules.side_of(seat)
+            bucket = deal.setdefault(a, {"win": [], "points": [], "net": [], "match": []})
+            for rnd in rec["rounds"]:
+                result = RoundResult.from_dict(rnd)
+                won = result.winning_side == side
+                bucket["win"].append(1.0 if won else 0.0)
+                bucket["points"].append(result.side_values("points")[side])
+                bucket["net"].append(result.side_values("zero_sum")[side])
+                seat_rounds[a] += 1
+            if config.episode == "match":
+                bucket["match"].append(1.0 if rec["match_winner_side"] == side else 0.0)
+        # Head to head: per round, one agent's points minus the other's when both sit at
+        # the table on different sides (one representative seat per agent).
+        side_of_agent: dict[int, int] = {}
+        for seat, a in enumerate(seating):
+            side_of_agent.setdefault(a, rules.side_of(seat))
+        for a, b in itertools.permutations(side_of_agent, 2):
+            if side_of_agent[a] == side_of_agent[b]:
+                continue
+            margins = margin_by_deal.setdefault((a, b), {}).setdefault(rec["deal"], [])
+            for rnd in rec["rounds"]:
+                points = RoundResult.from_dict(rnd).side_values("points")
+                margins.append(points[side_of_agent[a]] - points[side_of_agent[b]])
+
+    def over_deals(a: int, key: str, clip: tuple[float, float] | None = None) -> Estimate:
+        means = []
+        for deal in sorted(per_deal):
+            values = per_deal[deal].get(a, {}).get(key, [])
+            if values:
+                means.append(sum(values) / len(values))
+        return mean_ci(means, clip)
+
+    ratings = _ratings(config, records)
+    reports = []
+    for a, name in enumerate(names):
+        mu, sigma = ratings[a]
+        reports.append(
+            AgentReport(
+                agent=name,
+                seat_rounds=seat_rounds[a],
+                round_win_rate=over_deals(a, "win", (0.0, 1.0)),
+                points_per_round=over_deals(a, "points"),
+                net_per_round=over_deals(a, "net"),
+                match_win_rate=over_deals(a, "match", (0.0, 1.0)) if config.episode == "match" else None,
+                rating=mu - 3 * sigma,
+                rating_mu=mu,
+                rating_sigma=sigma,
+            )
+        )
+    h2h: dict[str, dict[str, Estimate]] = {name: {} for name in names}
+    for (a, b), deals in margin_by_deal.items():
+        h2h[names[a]][names[b]] = mean_ci([sum(v) / len(v) for _, v in sorted(deals.items()) if v])
+    return ArenaReport(config=config, agents=reports, head_to_head=h2h, records=records)
+
+
+def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """OpenSkill (Plackett-Luce) ratings, one update per round: the winning side ranks
+    first, the other sides tie behind it; a tied block ranks all sides equal."""
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    players = [model.rating(name=name) for name in config.agents]
+    rules = config.rules
+    for rec in sorted(records, key=lambda r: (r["deal"], r["table"], r["seating"])):
+        side_agent: dict[int, int] = {}
+        for seat, a in enumerate(rec["seating"]):
+            side_agent.setdefault(rules.side_of(seat), a)
+        agents_by_side = [side_agent[s] for s in sorted(side_agent)]
+        if len(set(agents_by_side)) != len(agents_by_side):
+            continue  # one agent on two sides (fewer agents than seats): not a contest
+        for rnd in rec["rounds"]:
+            w = rnd["winning_side"]
+            ranks = [0 if (w is None or s == w) else 1 for s in sorted(side_agent)]
+            teams = [[players[a]] for a in agents_by_side]
+            new = model.rate(teams, ranks=ranks)
+            for a, team in zip(agents_by_side, new):
+                players[a] = team[0]
+    return [(p.mu, p.sigma) for p in players]
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def markdown(report: ArenaReport) -> str:
+    cfg = report.config
+    head = (
+        f"Arena: {cfg.deals} duplicate deals, episode={cfg.episode}, seed={cfg.seed}, "
+        f"rules: {_rules_text(cfg.rules)}\n\n"
+    )
+    cols = ["agent", "round win rate", "points / round", "net points / round"]
+    if cfg.episode == "match":
+        cols.append("match win rate")
+    cols += ["rating (μ−3σ)", "seat-rounds"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for a in report.ranked():
+        row = [f"`{a.agent}`", a.round_win_rate.fmt(percent=True), a.points_per_round.fmt(), a.net_per_round.fmt()]
+        if cfg.episode == "match":
+            row.append(a.match_win_rate.fmt(percent=True) if a.match_win_rate else "n/a")
+        row += [f"{a.rating:.1f}", str(a.seat_rounds)]
+        lines.append("| " + " | ".join(row) + " |")
+    names = [a.agent for a in report.ranked()]
+    h2h = [
+        "",
+        "Head to head: the row agent's points minus the column agent's, per round at the same table "
+        "(duplicate deals; mean ± 95% CI over deals). A positive interval means the row agent is stronger.",
+        "",
+    ]
+    h2h.append("| vs | " + " | ".join(f"`{n}`" for n in names) + " |")
+    h2h.append("|---|" + "---|" * len(names))
+    for a in names:
+        cells = ["—" if a == b else report.head_to_head[a].get(b, NOT_MET).fmt() for b in names]
+        h2h.append(f"| `{a}` | " + " | ".join(cells) + " |")
+    return head + "\n".join(lines + h2h) + "\n"
+
+
+def _rules_text(rules: Rules) -> str:
+    for name, preset in PRESETS.items():
+        if preset == rules:
+            return f"preset `{name}`"
+    return str(rules)
+
+
+def write_outputs(report: ArenaReport, out: str | Path) -> dict[str, Path]:
+    """summary.md, summary.csv, report.json and chart.png in ``out``."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "markdown": folder / "summary.md",
+        "csv": folder / "summary.csv",
+        "json": folder / "report.json",
+        "chart": folder / "chart.png",
+    }
+    paths["markdown"].write_text(markdown(report))
+    with paths["csv"].open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(
+            [
+                "agent",
+                "seat_rounds",
+                "round_win_rate",
+                "round_win_low",
+                "round_win_high",
+                "points_per_round",
+                "points_low",
+                "points_high",
+                "net_per_round",
+                "net_low",
+                "net_high",
+                "match_win_rate",
+                "match_win_low",
+                "match_win_high",
+                "rating",
+                "rating_mu",
+                "rating_sigma",
+            ]
+        )
+        for a in report.ranked():
+            m = a.match_win_rate
+            writer.writerow(
+                [
+                    a.agent,
+                    a.seat_rounds,
+                    *_triple(a.round_win_rate),
+                    *_triple(a.points_per_round),
+                    *_triple(a.net_per_round),
+                    *(_triple(m) if m else ["", "", ""]),
+                    round(a.rating, 4),
+                    round(a.rating_mu, 4),
+                    round(a.rating_sigma, 4),
+                ]
+            )
+    cfg = report.config
+    payload = {
+        "config": {**asdict(cfg), "rules": asdict(cfg.rules), "agents": list(cfg.agents)},
+        "agents": [asdict(a) for a in report.ranked()],
+        "head_to_head": {a: {b: asdict(e) for b, e in row.items()} for a, row in report.head_to_head.items()},
+        "records": report.records,
+    }
+    paths["json"].write_text(json.dumps(payload, indent=1))
+    _chart(report, paths["chart"])
+    return paths
+
+
+def _triple(e: Estimate) -> list[float]:
+    return [round(e.mean, 6), round(e.low, 6), round(e.high, 6)]
+
+
+def _chart(report: ArenaReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranked = report.ranked()
+    names = [a.agent if len(a.agent) <= 32 else "…" + a.agent[-31:] for a in ranked]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.6 * len(names) + 1.8), layout="constrained")
+    for ax, key, title in [
+        (axes[0], "round_win_rate", "round win rate (95% CI)"),
+        (axes[1], "net_per_round", "net points per round (95% CI)"),
+    ]:
+        est = [getattr(a, key) for a in ranked]
+        means = [e.mean for e in est]
+        err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
+        ax.barh(names, means, xerr=err, color="#2f7d4f", capsize=4)
+        ax.invert_yaxis()
+        ax.set_title(title)
+        ax.grid(axis="x", alpha=0.3)
+    cfg = report.config
+    fig.suptitle(f"{_rules_text(cfg.rules)}, {cfg.episode} episodes, {cfg.deals} duplicate deals")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+

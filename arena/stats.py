@@ -1,0 +1,52 @@
+"""Statistics of the arena: means with 95% confidence intervals over independent deals."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: The two-sided 95% quantile of the normal distribution.
+Z95 = 1.959964
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean with a 95% confidence interval."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def halfwidth(self) -> float:
+        """Half the interval's width: the ``x`` of ``mean ± x``."""
+        return (self.high - self.low) / 2
+
+    def fmt(self, percent: bool = False, digits: int = 1) -> str:
+        if self.n == 0 or math.isnan(self.mean):
+            return "n/a"
+        scale = 100.0 if percent else 1.0
+        half = self.halfwidth * scale
+        unit = "%" if percent else ""
+        return f"{self.mean * scale:.{digits}f}{unit} ± {half:.{digits}f}"
+
+
+NOT_MET = Estimate(float("nan"), float("nan"), float("nan"), 0)  # never at a table together
+
+
+def mean_ci(values: Sequence[float], clip: tuple[float, float] | None = None) -> Estimate:
+    """Mean and normal 95% interval over independent units."""
+    n = len(values)
+    if n == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    mean = sum(values) / n
+    if n == 1:
+        return Estimate(mean, mean, mean, 1)
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    half = Z95 * math.sqrt(var / n)
+    low, high = mean - half, mean + half
+    if clip is not None:
+        low, high = max(clip[0], low), min(clip[1], high)
+    return Estimate(mean, low, high, n)
+

@@ -1,0 +1,50 @@
+"""The main job: train an agent with a config, then meet the baselines in the arena.
+
+``block-dominoes main --config configs/default.yaml`` runs :func:`run_main_job`: training
+(:func:`block_env.training.train.train`) writes the run folder, then the trained agent, its
+own step-0 policy (the warm start: what PPO itself added) and the config's evaluation
+opponents play duplicate deals that the training-time evaluations never saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from block_env.arena import RECORDS_FILE, ArenaConfig, ArenaReport, run_arena, summarize, write_outputs
+from block_env.seeding import derive_seed
+from block_env.training.config import TrainConfig
+from block_env.training.train import BEST, STEP_0, train
+
+
+@dataclass
+class MainJobResult:
+    """What the main job produced: training's summary, and the arena's report and files
+    (None when training was interrupted)."""
+
+    training: dict[str, Any]
+    report: ArenaReport | None
+    files: dict[str, Path]
+
+
+def final_arena(config: TrainConfig, out: Path, workers: int) -> ArenaConfig:
+    """The trained agent, its step-0 policy and the evaluation opponents, on fresh deals."""
+    return ArenaConfig(
+        agents=(f"policy:{out / BEST}", f"policy:{out / STEP_0}", *config.eval.opponents),
+        rules=config.resolved_rules(),
+        episode=config.episode,
+        deals=config.eval.final_deals,
+        seed=derive_seed(config.seed, "final_arena"),  # deals the training-time evaluations never saw
+        workers=workers,
+    )
+
+
+def run_main_job(config: TrainConfig, out: Path, *, workers: int = 1, progress: bool = True) -> MainJobResult:
+    """Train with ``config`` into ``out``, then run the final arena into ``out/arena``."""
+    summary = train(config, out, progress=progress)
+    if summary.get("interrupted"):
+        return MainJobResult(summary, None, {})
+    arena = final_arena(config, out, workers)
+    report = summarize(arena, run_arena(arena, progress=progress, records_path=out / "arena" / RECORDS_FILE))
+    return MainJobResult(summary, report, write_outputs(report, out / "arena"))
