@@ -6,7 +6,8 @@ import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
-from block_env.batched import BatchedGames, sample_hidden_hands
+from block_env.agents.search_playouts import play_out, sample_hidden_hands
+from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
 from block_env.rules import Rules
 from block_env.tiles import ends_after
@@ -134,7 +135,7 @@ class SearchAgent(Agent):
             voids=np.array(k.voids),
         )
         first = games.step(np.tile(np.array(legal, dtype=np.int64), len(worlds)), check=False)
-        rest = games.play_out(np.flatnonzero(~games.over), self._weights, self.epsilon, seed=self.rng.getrandbits(63))
+        rest = play_out(games, np.flatnonzero(~games.over), self._weights, self.epsilon, seed=self.rng.getrandbits(63))
         value = np.zeros(games.num_games)
         for results in (first, rest):
             value[results.games] = results.side_values("zero_sum")[:, 0]  # my side is side 0

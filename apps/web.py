@@ -279,107 +279,139 @@ def new_game(body: dict[str, Any]) -> WebGame:
     return WebGame(secrets.token_hex(8), preset, rules, episode, seat, agents, names, env)
 
 
+# -- handlers: each reads the app's games from ``request.app.state.games`` -----------------------
+
+
+def _games(request: Request) -> Games:
+    return request.app.state.games
+
+
+def _game(request: Request) -> WebGame:
+    return _games(request).get(request.path_params["game_id"])
+
+
+def _locked(game: WebGame, read: Any) -> Any:
+    with game.lock:  # a move in progress (an agent thinking) finishes first
+        return read()
+
+
+async def options(request: Request) -> JSONResponse:
+    """``GET /api/options``: presets, episode kinds, suggested agent specs."""
+    presets = {name: {"num_players": r.num_players, "partnership": r.partnership} for name, r in PRESETS.items()}
+    return JSONResponse({"presets": presets, "episodes": list(EPISODES), "agents": SUGGESTED_AGENTS})
+
+
+async def create(request: Request) -> JSONResponse:
+    """``POST /api/games``: a new game, played until it is the person's move."""
+    body = await _body(request, {"preset", "episode", "opponents", "seat", "seed"})
+    games = _games(request)
+
+    def start() -> dict[str, Any]:
+        game = new_game(body)
+        with game.lock:
+            events = game.play_opponents()
+            games.add(game)
+            return game.view(events)
+
+    return JSONResponse(await run_in_threadpool(start), status_code=201)
+
+
+async def show(request: Request) -> JSONResponse:
+    """``GET /api/games/{id}``: the person's view."""
+    game = _game(request)
+    return JSONResponse(await run_in_threadpool(_locked, game, game.view))
+
+
+async def move(request: Request) -> JSONResponse:
+    """``POST /api/games/{id}/move``: the person's move, and the agents' moves that follow."""
+    game = _game(request)
+    body = await _body(request, {"action"})
+    if "action" not in body:
+        raise BadRequest("the body needs 'action' (an action id from the view's moves)")
+    action = _int(body, "action", None, 0, game.rules.tile_set.num_actions - 1)
+    assert action is not None
+
+    def play() -> dict[str, Any]:
+        with game.lock:
+            if game.over:
+                raise BadRequest("the game is over", 409)
+            if game.paused:
+                raise BadRequest("the round is over: POST .../next to deal the next one", 409)
+            to_play = game.env.seat_of(game.env.agent_selection)
+            if to_play != game.seat:
+                raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
+            try:
+                events = game.play(action)
+            except ValueError as e:  # the engine refused the move; nothing changed
+                raise BadRequest(str(e), 422) from None
+            return game.view(events)
+
+    return JSONResponse(await run_in_threadpool(play))
+
+
+async def next_round(request: Request) -> JSONResponse:
+    """``POST /api/games/{id}/next``: after a round of a match, deal the next."""
+    game = _game(request)
+
+    def deal() -> dict[str, Any]:
+        with game.lock:
+            if not game.paused:
+                raise BadRequest("no finished round is waiting (the game is over or in play)", 409)
+            game.paused = False
+            return game.view(game.play_opponents())
+
+    return JSONResponse(await run_in_threadpool(deal))
+
+
+async def game_replay(request: Request) -> JSONResponse:
+    """``GET /api/games/{id}/replay``: the game so far as a replay."""
+    game = _game(request)
+    return JSONResponse(await run_in_threadpool(_locked, game, game.replay))
+
+
+async def expand_replay(request: Request) -> JSONResponse:
+    """``POST /api/replay``: every frame of a replay, checked move by move."""
+    body = await _body(request, {"replay"})
+    try:
+        frames = replay(body.get("replay"))
+    except ValueError as e:
+        raise BadRequest(str(e), 422) from None
+    return JSONResponse(frames)
+
+
+async def index(request: Request) -> FileResponse:
+    return FileResponse(STATIC / "index.html")
+
+
+async def refuse(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BadRequest)
+    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+
+ROUTES = [
+    Route("/", index),
+    Route("/api/options", options),
+    Route("/api/games", create, methods=["POST"]),
+    Route("/api/games/{game_id}", show),
+    Route("/api/games/{game_id}/move", move, methods=["POST"]),
+    Route("/api/games/{game_id}/next", next_round, methods=["POST"]),
+    Route("/api/games/{game_id}/replay", game_replay),
+    Route("/api/replay", expand_replay, methods=["POST"]),
+    Mount("/static", StaticFiles(directory=STATIC), name="static"),
+]
+
+
 def create_app(games: Games | None = None) -> Starlette:
-    """The web app (tests drive it with Starlette's TestClient)."""
-    games = Games() if games is None else games
+    """The web app, holding ``games`` (a new store by default).
 
-    async def options(request: Request) -> JSONResponse:
-        return JSONResponse(
-            {
-                "presets": {
-                    name: {"num_players": r.num_players, "partnership": r.partnership} for name, r in PRESETS.items()
-                },
-                "episodes": list(EPISODES),
-                "agents": SUGGESTED_AGENTS,
-            }
-        )
-
-    async def create(request: Request) -> JSONResponse:
-        body = await _body(request, {"preset", "episode", "opponents", "seat", "seed"})
-
-        def start() -> dict[str, Any]:
-            game = new_game(body)
-            with game.lock:
-                events = game.play_opponents()
-                games.add(game)
-                return game.view(events)
-
-        return JSONResponse(await run_in_threadpool(start), status_code=201)
-
-    def locked(game: WebGame, read: Any) -> Any:
-        with game.lock:  # a move in progress (an agent thinking) finishes first
-            return read()
-
-    async def show(request: Request) -> JSONResponse:
-        game = games.get(request.path_params["game_id"])
-        return JSONResponse(await run_in_threadpool(locked, game, game.view))
-
-    async def move(request: Request) -> JSONResponse:
-        game = games.get(request.path_params["game_id"])
-        body = await _body(request, {"action"})
-        if "action" not in body:
-            raise BadRequest("the body needs 'action' (an action id from the view's moves)")
-        action = _int(body, "action", None, 0, game.rules.tile_set.num_actions - 1)
-
-        def play() -> dict[str, Any]:
-            with game.lock:
-                if game.over:
-                    raise BadRequest("the game is over", 409)
-                if game.paused:
-                    raise BadRequest("the round is over: POST .../next to deal the next one", 409)
-                to_play = game.env.seat_of(game.env.agent_selection)
-                if to_play != game.seat:
-                    raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
-                try:
-                    events = game.play(action)
-                except ValueError as e:  # the engine refused the move; nothing changed
-                    raise BadRequest(str(e), 422) from None
-                return game.view(events)
-
-        return JSONResponse(await run_in_threadpool(play))
-
-    async def next_round(request: Request) -> JSONResponse:
-        game = games.get(request.path_params["game_id"])
-
-        def deal() -> dict[str, Any]:
-            with game.lock:
-                if not game.paused:
-                    raise BadRequest("no finished round is waiting (the game is over or in play)", 409)
-                game.paused = False
-                return game.view(game.play_opponents())
-
-        return JSONResponse(await run_in_threadpool(deal))
-
-    async def game_replay(request: Request) -> JSONResponse:
-        game = games.get(request.path_params["game_id"])
-        return JSONResponse(await run_in_threadpool(locked, game, game.replay))
-
-    async def expand_replay(request: Request) -> JSONResponse:
-        body = await _body(request, {"replay"})
-        try:
-            frames = replay(body.get("replay"))
-        except ValueError as e:
-            raise BadRequest(str(e), 422) from None
-        return JSONResponse(frames)
-
-    async def index(request: Request) -> FileResponse:
-        return FileResponse(STATIC / "index.html")
-
-    async def refuse(request: Request, exc: BadRequest) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
-
-    routes = [
-        Route("/", index),
-        Route("/api/options", options),
-        Route("/api/games", create, methods=["POST"]),
-        Route("/api/games/{game_id}", show),
-        Route("/api/games/{game_id}/move", move, methods=["POST"]),
-        Route("/api/games/{game_id}/next", next_round, methods=["POST"]),
-        Route("/api/games/{game_id}/replay", game_replay),
-        Route("/api/replay", expand_replay, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
-    return Starlette(routes=routes, exception_handlers={BadRequest: refuse})
+    >>> from starlette.testclient import TestClient
+    >>> client = TestClient(create_app())
+    >>> client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code
+    201
+    """
+    app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse})
+    app.state.games = Games() if games is None else games
+    return app
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, write: Any = print) -> None:

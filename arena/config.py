@@ -66,7 +66,5 @@ def rotations(table: tuple[int, ...]) -> list[tuple[int, ...]]:
     return out
 
 
-
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
-

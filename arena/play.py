@@ -28,7 +28,9 @@ from block_env.seeding import deal_seeds, seat_seed
 _WORKER_AGENTS: dict[str, Agent] = {}
 
 
-def play_episode(env: raw_env, agents: Sequence[Agent], seed: int, names: Sequence[str] | None = None) -> dict[str, Any]:
+def play_episode(
+    env: raw_env, agents: Sequence[Agent], seed: int, names: Sequence[str] | None = None
+) -> dict[str, Any]:
     """One episode from ``reset(seed)`` with ``agents`` by seat: each round's result, the
     first deal (what duplicate play keeps identical across seatings) and the match winner.
     With ``names`` (the agents' specs by seat) also the full move record, as ``replay``."""
@@ -159,7 +161,6 @@ def _progress_bar(enabled: bool, total: int, description: str) -> Iterator[Calla
     with Progress(*columns) as progress:
         task = progress.add_task(description, total=total)
         yield lambda: progress.advance(task)
-
 
 
 def evaluate(

@@ -40,40 +40,17 @@ class ArenaReport:
         return sorted(self.agents, key=lambda a: -a.net_per_round.mean)
 
 
+#: Per deal, per agent index: the outcomes of its seat-rounds ("win", "points", "net") and
+#: seat-matches ("match").
+Outcomes = dict[int, dict[int, dict[str, list[float]]]]
+#: Per (agent, other agent), per deal: the agent's points minus the other's, round by round.
+Margins = dict[tuple[int, int], dict[int, list[float]]]
+
+
 def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport:
-    rules = config.rules
+    """Each agent's rates over deals with 95% intervals, head-to-head margins and ratings."""
     names = list(config.agents)
-    # per agent, per deal: lists of outcomes over its seat-rounds (and seat-matches)
-    per_deal: dict[int, dict[int, dict[str, list[float]]]] = {}
-    margin_by_deal: dict[tuple[int, int], dict[int, list[float]]] = {}
-    seat_rounds = [0] * len(names)
-    for rec in records:
-        deal = per_deal.setdefault(rec["deal"], {})
-        seating = rec["seating"]
-        for seat, a in enumerate(seating):
-            side = rules.side_of(seat)
-            bucket = deal.setdefault(a, {"win": [], "points": [], "net": [], "match": []})
-            for rnd in rec["rounds"]:
-                result = RoundResult.from_dict(rnd)
-                won = result.winning_side == side
-                bucket["win"].append(1.0 if won else 0.0)
-                bucket["points"].append(result.side_values("points")[side])
-                bucket["net"].append(result.side_values("zero_sum")[side])
-                seat_rounds[a] += 1
-            if config.episode == "match":
-                bucket["match"].append(1.0 if rec["match_winner_side"] == side else 0.0)
-        # Head to head: per round, one agent's points minus the other's when both sit at
-        # the table on different sides (one representative seat per agent).
-        side_of_agent: dict[int, int] = {}
-        for seat, a in enumerate(seating):
-            side_of_agent.setdefault(a, rules.side_of(seat))
-        for a, b in itertools.permutations(side_of_agent, 2):
-            if side_of_agent[a] == side_of_agent[b]:
-                continue
-            margins = margin_by_deal.setdefault((a, b), {}).setdefault(rec["deal"], [])
-            for rnd in rec["rounds"]:
-                points = RoundResult.from_dict(rnd).side_values("points")
-                margins.append(points[side_of_agent[a]] - points[side_of_agent[b]])
+    per_deal, margin_by_deal, seat_rounds = _outcomes(config, records)
 
     def over_deals(a: int, key: str, clip: tuple[float, float] | None = None) -> Estimate:
         means = []
@@ -104,6 +81,42 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
     for (a, b), deals in margin_by_deal.items():
         h2h[names[a]][names[b]] = mean_ci([sum(v) / len(v) for _, v in sorted(deals.items()) if v])
     return ArenaReport(config=config, agents=reports, head_to_head=h2h, records=records)
+
+
+def _outcomes(config: ArenaConfig, records: list[dict[str, Any]]) -> tuple[Outcomes, Margins, list[int]]:
+    """Every record's rounds as each agent's outcomes, its margins over each agent it met on
+    another side, and the seat-rounds each agent played."""
+    rules = config.rules
+    per_deal: Outcomes = {}
+    margin_by_deal: Margins = {}
+    seat_rounds = [0] * len(config.agents)
+    for rec in records:
+        deal = per_deal.setdefault(rec["deal"], {})
+        seating = rec["seating"]
+        results = [RoundResult.from_dict(rnd) for rnd in rec["rounds"]]
+        for seat, a in enumerate(seating):
+            side = rules.side_of(seat)
+            bucket = deal.setdefault(a, {"win": [], "points": [], "net": [], "match": []})
+            for result in results:
+                bucket["win"].append(1.0 if result.winning_side == side else 0.0)
+                bucket["points"].append(result.side_values("points")[side])
+                bucket["net"].append(result.side_values("zero_sum")[side])
+                seat_rounds[a] += 1
+            if config.episode == "match":
+                bucket["match"].append(1.0 if rec["match_winner_side"] == side else 0.0)
+        # Head to head: per round, one agent's points minus the other's when both sit at
+        # the table on different sides (one representative seat per agent).
+        side_of_agent: dict[int, int] = {}
+        for seat, a in enumerate(seating):
+            side_of_agent.setdefault(a, rules.side_of(seat))
+        for a, b in itertools.permutations(side_of_agent, 2):
+            if side_of_agent[a] == side_of_agent[b]:
+                continue
+            margins = margin_by_deal.setdefault((a, b), {}).setdefault(rec["deal"], [])
+            for result in results:
+                points = result.side_values("points")
+                margins.append(points[side_of_agent[a]] - points[side_of_agent[b]])
+    return per_deal, margin_by_deal, seat_rounds
 
 
 def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -262,4 +275,3 @@ def _chart(report: ArenaReport, path: Path) -> None:
     fig.suptitle(f"{_rules_text(cfg.rules)}, {cfg.episode} episodes, {cfg.deals} duplicate deals")
     fig.savefig(path, dpi=110)
     plt.close(fig)
-

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 #: The two-sided 95% quantile of the normal distribution.
 Z95 = 1.959964
 
+
 @dataclass(frozen=True)
 class Estimate:
     """A mean with a 95% confidence interval."""
@@ -49,4 +50,3 @@ def mean_ci(values: Sequence[float], clip: tuple[float, float] | None = None) ->
     if clip is not None:
         low, high = max(clip[0], low), min(clip[1], high)
     return Estimate(mean, low, high, n)
-

@@ -177,21 +177,6 @@ class BatchResults:
         """The first ``k`` results."""
         return BatchResults(**{name: value[:k] for name, value in vars(self).items()})
 
-    def as_dicts(self) -> list[dict]:
-        """The results as ``RoundResult.as_dict()`` gives them, one per game."""
-        return [
-            {
-                "end": END_NAMES[int(self.end[j])],
-                "winner": None if self.winner[j] < 0 else int(self.winner[j]),
-                "winning_side": None if self.winning_side[j] < 0 else int(self.winning_side[j]),
-                "award": int(self.award[j]),
-                "doubled": bool(self.doubled[j]),
-                "hand_pips": self.hand_pips[j].tolist(),
-                "side_pips": self.side_pips[j].tolist(),
-            }
-            for j in range(len(self.games))
-        ]
-
     def side_values(self, mode: str) -> np.ndarray:
         """(k, sides) values of these rounds under a reward mode, as
         :meth:`block_env.RoundResult.side_values` gives them one by one (a test checks)."""
@@ -409,41 +394,6 @@ class BatchedGames:
         )
         return status, out.head(ended)
 
-    def play_out(
-        self, games: np.ndarray, weights: tuple[float, float, float], epsilon: float, seed: int
-    ) -> BatchResults:
-        """Play every game in ``games`` to the end of its round with a fast playout policy:
-        with probability ``epsilon`` a uniformly random legal move, else the move scoring best
-        on ``weights`` = (per pip of the tile, for a double, per tile of mine that follows the
-        new ends); a forced move is played as it is. For search agents. Returns the results."""
-        t = self.tables
-        active = np.asarray(games, dtype=np.int64)
-        weights_array = np.array(weights, dtype=np.float64)
-        rng_states = np.random.default_rng(seed).integers(0, 2**63, size=self.num_games, dtype=np.uint64)
-        results = []
-        while len(active):
-            masks = self.legal_mask(active)
-            actions = np.empty(len(active), dtype=np.int64)
-            streams = rng_states[active]
-            _playout_kernel(
-                active,
-                masks,
-                weights_array,
-                float(epsilon),
-                streams,
-                self.owner,
-                self.left,
-                self.right,
-                self.current,
-                t.low,
-                t.high,
-                actions,
-            )
-            rng_states[active] = streams
-            results.append(self.step(actions, active, check=False))
-            active = active[~self.over[active]]
-        return BatchResults.concatenate(results, t.num_players, t.num_sides)
-
     def set_positions(
         self,
         hands: np.ndarray,
@@ -535,42 +485,6 @@ class BatchedGames:
             )
 
 
-def sample_hidden_hands(
-    rules: Rules,
-    *,
-    hand: int,
-    unseen: int,
-    hand_counts: tuple[int, ...],
-    voids: tuple[int, ...],
-    worlds: int,
-    attempts: int,
-    seed: int,
-) -> np.ndarray:
-    """(worlds, P, T) bool: deals of the ``unseen`` tiles (a bitmask) to relative seats
-    1..P-1, ``hand_counts`` each, consistent with the suits each has shown it lacks (``voids``,
-    bitmasks over suits); relative seat 0 holds ``hand``. Seats with more voids are dealt
-    first; a deal that fails is shuffled again, and the last of ``attempts`` ignores voids.
-    The determinizations of a search agent."""
-    ts = rules.tile_set
-    n = rules.num_players
-    hands = np.zeros((worlds, n, ts.num_tiles), dtype=bool)
-    hands[:, 0, [i for i in range(ts.num_tiles) if hand >> i & 1]] = True
-    tile_suits = np.array([(1 << a) | (1 << b) for a, b in ts.tiles], dtype=np.int64)
-    order = np.array(sorted(range(1, n), key=lambda r: -voids[r].bit_count()), dtype=np.int64)
-    streams = np.random.default_rng(seed).integers(0, 2**63, size=worlds, dtype=np.uint64)
-    _sample_hands_kernel(
-        np.array([i for i in range(ts.num_tiles) if unseen >> i & 1], dtype=np.int64),
-        tile_suits,
-        order,
-        np.array(voids, dtype=np.int64),
-        np.array(hand_counts, dtype=np.int64),
-        attempts,
-        streams,
-        hands,
-    )
-    return hands
-
-
 def random_legal_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(k,) one uniformly random legal action per row of ``masks`` (k, A) bool."""
     out = np.empty(len(masks), dtype=np.int64)
@@ -660,7 +574,7 @@ def _deal_kernel(
         state = seeds[j]
         for i in range(num_tiles):
             order[i] = i
-        state = _shuffle(order, state)
+        state = shuffle_in_place(order, state)
         for place in range(num_tiles):
             owner[g, order[place]] = place // hand_size if place < num_players * hand_size else OUT_OF_PLAY
         heaviest = -1
@@ -671,7 +585,7 @@ def _deal_kernel(
                     best, heaviest = lead_rank[i], i
             seat = owner[g, heaviest]
         elif lead_rule == LEAD_LOT:
-            u, state = _next_random(state)
+            u, state = next_random(state)
             seat = int(u * num_players)
         elif lead_rule == LEAD_ROTATE or last_winner[g] < 0:  # after a tied block the lead rotates
             seat = (leader[g] + 1) % num_players
@@ -778,7 +692,7 @@ def _move_kernel(
                         break
                 a = -1
                 if policy >= 0 and uniform[policy]:
-                    u, streams[g] = _next_random(streams[g])
+                    u, streams[g] = next_random(streams[g])
                     pick = int(u * count)
                     for b in range(num_actions):
                         pick -= row[b]
@@ -903,58 +817,7 @@ def _move_kernel(
 
 
 @njit(cache=True)
-def _playout_kernel(
-    games, masks, weights, epsilon, rng_states, owner, left, right, current, low, high, actions
-):  # pragma: no cover - compiled
-    """The playout policy's move in each game: the only legal one; a random one with
-    probability epsilon (splitmix64, a stream per game); else the best on ``weights``."""
-    num_tiles = owner.shape[1]
-    num_actions = masks.shape[1]
-    for j in range(len(games)):
-        g = games[j]
-        count = 0
-        for b in range(num_actions):
-            count += masks[j, b]
-        if count == 1:
-            actions[j] = np.argmax(masks[j])
-            continue
-        u, rng_states[j] = _next_random(rng_states[j])
-        if u < epsilon:
-            u, rng_states[j] = _next_random(rng_states[j])
-            pick = int(u * count)
-            for b in range(num_actions):
-                if masks[j, b]:
-                    if pick == 0:
-                        actions[j] = b
-                        break
-                    pick -= 1
-            continue
-        seat = current[g]  # heavy tiles, doubles, and keeping tiles of mine for the new ends
-        best = -1e18
-        for b in range(num_actions - 1):
-            if not masks[j, b]:
-                continue
-            i = b >> 1
-            x, y = low[i], high[i]
-            if left[g] < 0:
-                new_l, new_r = x, y
-            elif b & 1:
-                new_l, new_r = left[g], x + y - right[g]
-            else:
-                new_l, new_r = x + y - left[g], right[g]
-            mine = 0
-            for t in range(num_tiles):
-                if t != i and owner[g, t] == seat:
-                    if low[t] == new_l or high[t] == new_l or low[t] == new_r or high[t] == new_r:
-                        mine += 1
-            score = weights[0] * (x + y) + weights[1] * (x == y) + weights[2] * mine
-            if score > best:
-                best = score
-                actions[j] = b
-
-
-@njit(cache=True)
-def _next_random(rng_state):  # pragma: no cover - compiled
+def next_random(rng_state):  # pragma: no cover - compiled
     """splitmix64: a uniform float in [0, 1) and the next state."""
     rng_state = rng_state + np.uint64(0x9E3779B97F4A7C15)
     z = rng_state
@@ -965,41 +828,10 @@ def _next_random(rng_state):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _shuffle(values, rng_state):  # pragma: no cover - compiled
+def shuffle_in_place(values, rng_state):  # pragma: no cover - compiled
     """Fisher-Yates shuffle of ``values`` in place from a splitmix64 stream; the next state."""
     for i in range(len(values) - 1, 0, -1):
-        u, rng_state = _next_random(rng_state)
+        u, rng_state = next_random(rng_state)
         k = int(u * (i + 1))
         values[i], values[k] = values[k], values[i]
     return rng_state
-
-
-@njit(cache=True)
-def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, streams, hands):  # pragma: no cover
-    size = len(unseen)
-    pool = np.empty(size, dtype=np.int64)
-    taken = np.empty(size, dtype=np.bool_)
-    for w in range(hands.shape[0]):
-        state = streams[w]
-        for attempt in range(attempts):
-            pool[:] = unseen
-            state = _shuffle(pool, state)
-            taken[:] = False
-            hands[w, 1:, :] = False
-            ok = True
-            for r in order:
-                void = voids[r] if attempt < attempts - 1 else 0  # the last resort ignores voids
-                got = 0
-                for p in range(size):
-                    if got == need[r]:
-                        break
-                    if not taken[p] and (tile_suits[pool[p]] & void) == 0:
-                        taken[p] = True
-                        hands[w, r, pool[p]] = True
-                        got += 1
-                if got < need[r]:
-                    ok = False
-                    break
-            if ok:
-                break
-        streams[w] = state

@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
@@ -183,14 +183,26 @@ class OneLineErrors(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``block-dominoes`` parser: one subcommand per job, each added by its own function."""
     parser = OneLineErrors(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_encodings, _add_rules, _add_eval, _add_play, _add_train_rllib, _add_serve, _add_train):
+        add(sub)
+    return parser
+
+
+def _add_encodings(sub: Any) -> None:
     p = sub.add_parser("encodings", help="print every observation encoding's piece table (Markdown)")
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
     p.set_defaults(func=cmd_encodings)
+
+
+def _add_rules(sub: Any) -> None:
     p = sub.add_parser("rules", help="list the rules presets")
     p.set_defaults(func=cmd_rules)
 
+
+def _add_eval(sub: Any) -> None:
     from block_env.arena import default_workers
 
     p = sub.add_parser("eval", help="duplicate-deal arena: win rates with 95%% CIs, head-to-head, ratings")
@@ -221,6 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_eval)
 
+
+def _add_play(sub: Any) -> None:
     p = sub.add_parser("play", help="play against agents in the terminal")
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
     p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn")
@@ -229,6 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed_arg, default=None)
     p.set_defaults(func=cmd_play)
 
+
+def _add_train_rllib(sub: Any) -> None:
     p = sub.add_parser("train-rllib", help="self-play PPO on Ray RLlib (a local Ray or a cluster; extra [ray])")
     p.add_argument("--config", default="configs/rllib.yaml", help="YAML RLlib config")
     p.add_argument("--out", default="runs/rllib", help="run folder (checkpoint, TensorBoard logs, exported agent)")
@@ -241,10 +257,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train_rllib)
 
+
+def _add_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="play and replay in the browser (a local web app; extra [web])")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=_port_arg, default=8000, help="port (default 8000)")
     p.set_defaults(func=cmd_serve)
+
+
+def _add_train(sub: Any) -> None:
+    """``train`` and ``main``: the same config options; train resumes, main sizes its arena."""
+    from block_env.arena import default_workers
 
     for name, func, text in [
         ("train", cmd_train, "train a MaskablePPO agent from a YAML config"),
@@ -261,7 +284,6 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--workers", type=_positive_int, default=default_workers(), help="arena processes")
         p.set_defaults(func=func)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -55,4 +55,3 @@ def play_moves(env: raw_env, players: Sequence[Opponent | None]) -> Iterator[Mov
         if player is None:
             return
         yield step(env, player.act(env.observe(env.agent_selection)))
-

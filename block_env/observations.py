@@ -27,7 +27,7 @@ from numba import njit
 from block_env.batched import PLAYED, BatchedGames
 from block_env.engine import PublicView, Round
 from block_env.options import ENCODINGS
-from block_env.rules import Rules
+from block_env.rules import Rules, resolve_rules
 from block_env.tiles import bit_indices, ends_after
 from block_env.validation import check_choice
 
@@ -588,7 +588,7 @@ def _one_hot_index(row: np.ndarray) -> int | None:
 
 
 def decode_observation(
-    vector: Any, rules: Rules | None = None, observation: str = "vector", layout: Layout | None = None
+    vector: Any, rules: Rules | str | None = None, observation: str = "vector", layout: Layout | None = None
 ) -> dict[str, Any]:
     """Read an observation vector back into named parts (seat-relative).
 
@@ -600,16 +600,45 @@ def decode_observation(
     points). For "history": the same keys, with ``ends``, ``played``, ``opening``,
     ``leader``, ``voids`` and ``passes`` replayed from ``moves`` (a list of (relative seat,
     action id)), which it adds.
-    Accepts the observation dict from the env too (its "observation" entry is read).
+    Accepts the observation dict from the env too (its "observation" entry is read), and
+    ``rules`` as a Rules, a preset name or None (the default rules).
     ``layout`` reads a layout other than the built-in one for ``observation`` (same pieces
     by name, possibly more of them or in another order).
+
+    >>> from block_env import raw_env
+    >>> env = raw_env("standard")
+    >>> env.reset(seed=0)
+    >>> parts = decode_observation(env.observe("player_0"), "standard")
+    >>> len(parts["hand"]), parts["ends"]
+    (7, None)
     """
-    rules = rules if rules is not None else Rules()
+    rules = resolve_rules(rules)
+    layout = layout if layout is not None else layout_for(rules, observation)
+    v = _checked_views(vector, layout)
+    target = rules.resolved_target
+    out: dict[str, Any] = {
+        "hand": _tiles_where(rules, v["hand"]),
+        "to_play": _one_hot_index(v["to_play"]),
+        "hand_counts": [int(round(x)) for x in v["hand_counts"]],
+        "scores": [int(round(x * target)) for x in v["scores"]],
+    }
+    if observation == "vector":
+        out.update(_decode_table(rules, v))
+        return out
+    out["moves"] = _decode_moves(rules, v)
+    out.update(replay_public(rules, out["moves"]))
+    if out["leader"] is None:
+        out["leader"] = out["to_play"]
+    return out
+
+
+def _checked_views(vector: Any, layout: Layout) -> dict[str, np.ndarray]:
+    """The layout's named views of ``vector`` (or of an observation dict's "observation"),
+    each checked to hold values its piece can hold: ValueError names the first that does not."""
     if isinstance(vector, dict):
         if "observation" not in vector:
             raise ValueError(f"an observation dict holds an 'observation' entry; got keys {sorted(map(str, vector))}")
         vector = vector["observation"]
-    layout = layout if layout is not None else layout_for(rules, observation)
     try:
         with np.errstate(over="ignore"):
             buf = np.asarray(vector, dtype=np.float32)
@@ -624,24 +653,26 @@ def decode_observation(
             raise ValueError(
                 f"observation piece {piece.name!r} must hold values in 0..{piece.high:g}; got {values.ravel()[:8].tolist()}"
             )
-    target = rules.resolved_target
-    out: dict[str, Any] = {
-        "hand": _tiles_where(rules, v["hand"]),
-        "to_play": _one_hot_index(v["to_play"]),
-        "hand_counts": [int(round(x)) for x in v["hand_counts"]],
-        "scores": [int(round(x * target)) for x in v["scores"]],
+    return v
+
+
+def _decode_table(rules: Rules, v: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The "vector" encoding's public pieces: ends, played tiles, opening, leader, voids, passes."""
+    left = _one_hot_index(v["ends"][0])
+    right = _one_hot_index(v["ends"][1])
+    opening = _tiles_where(rules, v["opening"])
+    return {
+        "ends": None if left is None or right is None else (left, right),
+        "played": _tiles_where(rules, v["played"]),
+        "opening": opening[0] if opening else None,
+        "leader": _one_hot_index(v["leader"]),
+        "voids": [[int(s) for s in np.flatnonzero(row > 0.5)] for row in v["voids"]],
+        "passes": int(round(float(v["passes"][0]))),
     }
-    if observation == "vector":
-        left = _one_hot_index(v["ends"][0])
-        right = _one_hot_index(v["ends"][1])
-        out["ends"] = None if left is None or right is None else (left, right)
-        out["played"] = _tiles_where(rules, v["played"])
-        opening = _tiles_where(rules, v["opening"])
-        out["opening"] = opening[0] if opening else None
-        out["leader"] = _one_hot_index(v["leader"])
-        out["voids"] = [[int(s) for s in np.flatnonzero(row > 0.5)] for row in v["voids"]]
-        out["passes"] = int(round(float(v["passes"][0])))
-        return out
+
+
+def _decode_moves(rules: Rules, v: dict[str, np.ndarray]) -> list[tuple[int, int]]:
+    """The "history" encoding's move rows as (relative seat, action id)."""
     cols = move_row_layout(rules).slices
     moves = []
     for row in v["moves"][: int(round(float(v["num_moves"][0])))]:
@@ -651,11 +682,7 @@ def decode_observation(
         else:
             action = 2 * int(np.argmax(row[cols["tile"]])) + int(row[cols["on_right"]][0] > 0.5)
         moves.append((mover, action))
-    out["moves"] = moves
-    out.update(replay_public(rules, moves))
-    if out["leader"] is None:
-        out["leader"] = out["to_play"]
-    return out
+    return moves
 
 
 def read_public_view(obs: dict[str, np.ndarray], rules: Rules, observation: str = "vector") -> PublicView:

@@ -43,8 +43,8 @@ def check_number(name: str, value: Any, low: float | None = None, *, positive: b
     """``value`` as a float, or ValueError unless it is a finite number (``> 0`` when
     ``positive``, ``>= low`` when given)."""
     if not is_number(value) or (positive and value <= 0) or (low is not None and value < low):
-        bound = " > 0" if positive else (f" >= {low}" if low is not None else "")
-        raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
+        kind = "a positive finite number" if positive else "a finite number"
+        raise ValueError(f"{name} must be {kind}{f' >= {low}' if low is not None else ''}, got {value!r}")
     return float(value)
 
 

@@ -160,11 +160,6 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self._batched = [isinstance(o, BatchOpponent) for o in pool]
         self._observes = [not batched or getattr(o, "observes", True) for o, batched in zip(pool, self._batched)]
 
-    def batched_opponents(self) -> list[bool]:
-        """Which pool entries act in batch (compiled, or ``act_batch``); the others act game
-        by game."""
-        return [batched or index >= 0 for batched, index in zip(self._batched, self._policy_index)]
-
     # -- Gymnasium API ------------------------------------------------------------------------
 
     def reset(

@@ -21,6 +21,7 @@ def round_of(env) -> Round:
     (what a test reads the engine's fields from, without reaching into the env)."""
     return replay_round(env.rules, env.current_round_record())[0]
 
+
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci")
 

@@ -86,9 +86,9 @@ def test_gym_reset_with_bad_options_keeps_the_game_in_progress():
 
 @pytest.mark.parametrize("scale", [float("nan"), float("inf"), -1.0, 0, True, "1"])
 def test_reward_scale_must_be_positive_and_finite(scale):
-    with pytest.raises(ValueError, match="reward_scale must be a finite number > 0"):
+    with pytest.raises(ValueError, match="reward_scale must be a positive finite number"):
         make_env("standard", reward_scale=scale)
-    with pytest.raises(ValueError, match="reward_scale must be a finite number > 0"):
+    with pytest.raises(ValueError, match="reward_scale must be a positive finite number"):
         make_vector_env(2, "standard", reward_scale=scale)
 
 

@@ -86,7 +86,9 @@ def test_the_import_check_catches_a_wrong_way_import():
     assert wrong_way_imports("agents", "from block_env.engine import Round\n") == []
 
 
-@pytest.mark.parametrize("name", ["tiles", "rules", "engine", "batched", "observations", "options", "seeding", "validation"])
+@pytest.mark.parametrize(
+    "name", ["tiles", "rules", "engine", "batched", "observations", "options", "seeding", "validation"]
+)
 def test_the_engine_is_the_standard_library_and_numpy(name):
     """The engine knows nothing of PettingZoo, Gymnasium or torch: only the env adapters do."""
     imported = imported_modules((ROOT / "block_env" / f"{name}.py").read_text())

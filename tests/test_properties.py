@@ -56,7 +56,6 @@ def test_mask_equals_reference_legality_and_pass_iff_nothing_fits(preset, seed):
     env = raw_env(preset)
     env.reset(seed=seed)
     rules = env.rules
-    rnd = round_of(env)
     forced = None
     if rules.first_lead == "heaviest":
         forced = reference_heaviest([hand_tiles(env, s) for s in range(rules.num_players)])

@@ -18,6 +18,7 @@ from block_env.agents import make_agent  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
 from block_env.arena.ray import batch_size  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
+from block_env.training.config import PPOConfig  # noqa: E402
 from block_env.training.rllib import RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
 
 # One local Ray per test process: the tests of this module run in one xdist worker.
@@ -78,10 +79,7 @@ def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path
         iterations=1,
         num_env_runners=0,
         envs_per_runner=2,
-        train_batch_size=200,
-        minibatch_size=100,
-        num_epochs=1,
-        hidden=(32, 32),
+        ppo=PPOConfig(n_steps=100, batch_size=100, n_epochs=1, net_arch=(32, 32)),
         snapshots=1,
         snapshot_every=1,
         checkpoint_every=1,
@@ -102,7 +100,7 @@ def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path
 def test_an_exported_rllib_module_loads_weights_only_and_plays_legal_moves(preset, tmp_path):
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
-    config = RLlibConfig(rules=preset, hidden=(16,))
+    config = RLlibConfig(rules=preset, ppo=PPOConfig(net_arch=(16,)))
     env = make_rllib_env({"rules": preset})
     module = ActionMaskingTorchRLModule(
         observation_space=env.observation_spaces["player_0"],
@@ -117,7 +115,7 @@ def test_an_exported_rllib_module_loads_weights_only_and_plays_legal_moves(prese
 def test_rllib_config_errors_name_the_key(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("iterations: 0\n")
-    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+    with pytest.raises(ValueError, match="iterations must be an int >= 1"):
         RLlibConfig.load(path)
     path.write_text("scripted: [strategic]\n")
     with pytest.raises(ValueError, match="scripted opponents must be among"):

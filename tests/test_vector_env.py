@@ -72,7 +72,6 @@ def test_make_vec_builds_it_with_spaces_autoreset_mode_and_masks():
     obs, rewards, terminated, truncated, info = env.step(actions)
     assert rewards.shape == terminated.shape == truncated.shape == (5,)
     assert env.observation_space.contains(obs)
-    assert env.unwrapped.batched_opponents() == [True, False]
 
 
 def trajectory(seed, opponents=("random", "greedy")):

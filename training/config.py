@@ -7,7 +7,6 @@ or an out-of-range value is a ValueError that names the key (with its section).
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from block_env.agents import make_agent, parse_spec
 from block_env.agents.policy import ACTIVATIONS
 from block_env.options import ENCODINGS, EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
-from block_env.validation import check_choice
+from block_env.validation import check_choice, check_int, check_number, is_number
 
 #: How the training envs are vectorised.
 VEC_ENVS = ("batched", "subproc", "dummy")
@@ -64,15 +63,15 @@ class PPOConfig:
         return self.critic == "full_information"
 
     def validate(self) -> None:
-        _positive("ppo.learning_rate", self.learning_rate)
-        _positive("ppo.n_steps", self.n_steps)
-        _positive("ppo.batch_size", self.batch_size)
-        _positive("ppo.n_epochs", self.n_epochs)
+        check_number("ppo.learning_rate", self.learning_rate, positive=True)
+        check_number("ppo.n_steps", self.n_steps, positive=True)
+        check_number("ppo.batch_size", self.batch_size, positive=True)
+        check_number("ppo.n_epochs", self.n_epochs, positive=True)
         _in_range("ppo.gamma", self.gamma, 0.0, 1.0)
         _in_range("ppo.gae_lambda", self.gae_lambda, 0.0, 1.0)
-        _positive("ppo.clip_range", self.clip_range)
+        check_number("ppo.clip_range", self.clip_range, positive=True)
         _in_range("ppo.ent_coef", self.ent_coef, 0.0, 1.0)
-        _positive("ppo.vf_coef", self.vf_coef)
+        check_number("ppo.vf_coef", self.vf_coef, positive=True)
         if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
             raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
         check_choice("ppo.activation", self.activation, ACTIVATIONS)
@@ -97,8 +96,8 @@ class OpponentsConfig:
             raise ValueError("opponents: give at least one scripted opponent or enable self_play")
         for i, spec in enumerate(self.scripted):
             _unattended_spec(f"opponents.scripted[{i}]", spec)
-        _positive("opponents.snapshot_every", self.snapshot_every)
-        _positive("opponents.max_snapshots", self.max_snapshots)
+        check_number("opponents.snapshot_every", self.snapshot_every, positive=True)
+        check_number("opponents.max_snapshots", self.max_snapshots, positive=True)
 
 
 @dataclass(frozen=True)
@@ -120,10 +119,10 @@ class PretrainConfig:
     def validate(self) -> None:
         if self.teacher is not None:
             _unattended_spec("pretrain.teacher", self.teacher)
-        _positive("pretrain.decisions", self.decisions)
-        _positive("pretrain.epochs", self.epochs)
-        _positive("pretrain.batch_size", self.batch_size)
-        _positive("pretrain.learning_rate", self.learning_rate)
+        check_number("pretrain.decisions", self.decisions, positive=True)
+        check_number("pretrain.epochs", self.epochs, positive=True)
+        check_number("pretrain.batch_size", self.batch_size, positive=True)
+        check_number("pretrain.learning_rate", self.learning_rate, positive=True)
 
 
 @dataclass(frozen=True)
@@ -146,12 +145,12 @@ class EvalConfig:
     """The most deals one learning-curve point plays against one opponent (with ``halfwidth``)."""
 
     def validate(self) -> None:
-        _positive("eval.every", self.every)
-        _positive("eval.deals", self.deals)
-        _positive("eval.final_deals", self.final_deals)
+        check_number("eval.every", self.every, positive=True)
+        check_number("eval.deals", self.deals, positive=True)
+        check_number("eval.final_deals", self.final_deals, positive=True)
         if self.halfwidth is not None:
-            _positive("eval.halfwidth", self.halfwidth)
-        _positive("eval.max_deals", self.max_deals)
+            check_number("eval.halfwidth", self.halfwidth, positive=True)
+        check_number("eval.max_deals", self.max_deals, positive=True)
         if self.max_deals < self.deals:
             raise ValueError(f"eval.max_deals ({self.max_deals}) must be at least eval.deals ({self.deals})")
         if not self.opponents:
@@ -199,12 +198,11 @@ class TrainConfig:
         check_choice("reward", self.reward, REWARDS)
         check_choice("observation", self.observation, ENCODINGS)
         check_choice("vec_env", self.vec_env, VEC_ENVS)
-        _positive("reward_scale", self.reward_scale)
-        if self.seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {self.seed}")
-        _positive("total_timesteps", self.total_timesteps)
-        _positive("n_envs", self.n_envs)
-        _positive("checkpoint_every", self.checkpoint_every)
+        check_number("reward_scale", self.reward_scale, positive=True)
+        check_int("seed", self.seed, low=0)
+        check_number("total_timesteps", self.total_timesteps, positive=True)
+        check_number("n_envs", self.n_envs, positive=True)
+        check_number("checkpoint_every", self.checkpoint_every, positive=True)
         self.ppo.validate()
         if self.ppo.asymmetric and self.vec_env != "batched":
             raise ValueError(
@@ -244,18 +242,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def finite_number(value: Any) -> bool:
-    """A real number: not a bool, not NaN or infinite."""
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-
-
-def _positive(name: str, value: Any) -> None:
-    if not finite_number(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-
-
 def _in_range(name: str, value: Any, low: float, high: float) -> None:
-    if not finite_number(value) or not low <= value <= high:
+    if not is_number(value) or not low <= value <= high:
         raise ValueError(f"{name} must be in {low}..{high}, got {value!r}")
 
 

@@ -25,14 +25,14 @@ import numpy as np
 from pettingzoo.utils.wrappers import BaseWrapper
 
 from block_env.aec import raw_env
-from block_env.agents.policy import ACTIVATIONS, build_policy, policy_shape, save_agent
+from block_env.agents.policy import build_policy, policy_shape, save_agent
 from block_env.agents.scripted import greedy_rank
 from block_env.batched import random_legal_actions
 from block_env.options import ENCODINGS
 from block_env.rules import PRESETS, Rules
 from block_env.seeding import derive_seed
-from block_env.training.config import build_dataclass, finite_number, read_yaml
-from block_env.validation import check_choice
+from block_env.training.config import PPOConfig, build_dataclass, read_yaml
+from block_env.validation import check_choice, check_int, check_number
 
 MAIN = "main"
 SCRIPTED = ("random", "greedy")
@@ -43,77 +43,91 @@ EXPORT = "agent"
 # -- config ---------------------------------------------------------------------------------
 
 
+#: The PPO settings train-rllib starts from: the same fields and meanings as ``train``'s
+#: (:class:`block_env.training.config.PPOConfig`), with RLlib's usual scale of rollouts.
+RLLIB_PPO = PPOConfig(n_steps=500, batch_size=1000, n_epochs=4, gamma=1.0, vf_coef=1.0, net_arch=(256, 256))
+
+
 @dataclasses.dataclass(frozen=True)
 class RLlibConfig:
-    """configs/rllib.yaml: what to train and how (every field checked on load)."""
+    """configs/rllib.yaml: what to train and how (every field checked on load).
+
+    ``ppo`` is the same section as a MaskablePPO config's, key for key, handed to RLlib's
+    PPO as: learning_rate -> lr, gamma, gae_lambda -> lambda_, clip_range -> clip_param,
+    ent_coef -> entropy_coeff, vf_coef -> vf_loss_coeff, n_epochs -> num_epochs,
+    batch_size -> minibatch_size, net_arch and activation -> the module's fcnet layers, and
+    n_steps (steps per env between updates) x envs_per_runner x env runners ->
+    train_batch_size. RLlib's module has no asymmetric critic: ``ppo.critic`` must be
+    "observation".
+    """
 
     rules: str = "standard"
+    """Rules preset name."""
     observation: str = "vector"
+    """Observation encoding: "vector" or "history"."""
     iterations: int = 40
+    """Training iterations (one rollout and update each)."""
     seed: int = 0
+    """Seeds RLlib, the envs and the final arena."""
     num_env_runners: int = 1
+    """Env runner processes sampling beside the learner (0: sample in the learner)."""
     envs_per_runner: int = 8
-    train_batch_size: int = 4000
-    minibatch_size: int = 500
-    num_epochs: int = 4
-    lr: float = 3e-4
-    gamma: float = 1.0
-    lambda_: float = 0.95
-    clip_param: float = 0.2
-    entropy_coeff: float = 0.01
-    hidden: tuple[int, ...] = (256, 256)
-    activation: str = "tanh"
+    """Envs each runner steps."""
     reward_scale: float = 0.05
+    """Multiplies rewards (points are tens; PPO likes rewards near 1)."""
     scripted: tuple[str, ...] = ("random", "greedy")
+    """Scripted baselines that may sit at the other seats (run inside RLlib as modules)."""
     snapshots: int = 3
+    """Frozen copies of the learner kept as opponents."""
     snapshot_every: int = 5
+    """Iterations between snapshot refreshes (round-robin)."""
     self_play_share: float = 0.5
+    """Probability that an opponent seat is a snapshot rather than a scripted baseline."""
     checkpoint_every: int = 10
+    """Iterations between RLlib checkpoints (what --resume continues from)."""
     final_deals: int = 1000
+    """Duplicate deals of the exported agent's arena run against ``--evaluate``."""
+    ppo: PPOConfig = dataclasses.field(default_factory=lambda: RLLIB_PPO)
+    """The PPO settings, as for ``train`` (see the class docstring for RLlib's names)."""
 
     def __post_init__(self) -> None:
         check_choice("rules", self.rules, tuple(PRESETS))
         check_choice("observation", self.observation, ENCODINGS)
-        check_choice("activation", self.activation, ACTIVATIONS)
-        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs"):
-            _positive_int(name, getattr(self, name))
+        for name in ("iterations", "envs_per_runner"):
+            check_int(name, getattr(self, name), low=1)
         for name in ("snapshots", "snapshot_every", "checkpoint_every", "final_deals", "num_env_runners", "seed"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        for name in ("lr", "gamma", "lambda_", "clip_param", "entropy_coeff", "reward_scale", "self_play_share"):
-            value = getattr(self, name)
-            if not finite_number(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if not self.hidden or not all(type(h) is int and h > 0 for h in self.hidden):
-            raise ValueError(f"hidden must be a list of positive ints, got {list(self.hidden)!r}")
+            check_int(name, getattr(self, name), low=0)
+        check_number("reward_scale", self.reward_scale, positive=True)
+        check_number("self_play_share", self.self_play_share, low=0.0)
+        if self.self_play_share > 1:
+            raise ValueError(f"self_play_share must be in [0, 1], got {self.self_play_share}")
+        self.ppo.validate()
+        if self.ppo.asymmetric:
+            raise ValueError(
+                'ppo.critic "full_information" is for train (MaskablePPO); train-rllib\'s critic reads the observation'
+            )
         unknown = [s for s in self.scripted if s not in SCRIPTED]
         if unknown:
             raise ValueError(f"scripted opponents must be among {SCRIPTED}, got {unknown}")
         if not self.scripted and not self.snapshots:
             raise ValueError("give some opponents: scripted baselines, snapshots, or both")
-        if self.self_play_share > 1:
-            raise ValueError(f"self_play_share must be in [0, 1], got {self.self_play_share}")
 
     @property
     def rules_object(self) -> Rules:
         return PRESETS[self.rules]
 
+    @property
+    def train_batch_size(self) -> int:
+        """Env steps per iteration: ppo.n_steps from every env of every runner."""
+        return self.ppo.n_steps * self.envs_per_runner * max(1, self.num_env_runners)
+
     @classmethod
     def load(cls, path: str | Path) -> RLlibConfig:
         """Read and check a YAML config (ValueError names the file and the key)."""
-        values = read_yaml(path)
-        if isinstance(values, dict) and "lambda" in values:  # a Python keyword: the field is lambda_
-            values = {("lambda_" if k == "lambda" else k): v for k, v in values.items()}
         try:
-            return build_dataclass(cls, values)
+            return build_dataclass(cls, read_yaml(path))
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
-
-
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 # -- the env, as RLlib sees it ----------------------------------------------------------------
@@ -203,15 +217,17 @@ def build_algorithm(config: RLlibConfig, run: Path) -> Any:
     learner_spec = RLModuleSpec(
         module_class=ActionMaskingTorchRLModule,
         model_config={
-            "fcnet_hiddens": list(config.hidden),
-            "fcnet_activation": config.activation,
+            "fcnet_hiddens": list(config.ppo.net_arch),
+            "fcnet_activation": config.ppo.activation,
             "vf_share_layers": False,
         },
     )
     scripted = _scripted_module_class()
     specs = {MAIN: learner_spec, **{f"snapshot_{k}": learner_spec for k in range(config.snapshots)}}
     for name in config.scripted:
-        specs[name] = RLModuleSpec(module_class=scripted, model_config={"policy": name, "rank": [float(r) for r in greedy_rank(rules)]})
+        specs[name] = RLModuleSpec(
+            module_class=scripted, model_config={"policy": name, "rank": [float(r) for r in greedy_rank(rules)]}
+        )
     mapping = _mapping_fn(config, rules.num_players)
     ppo = (
         PPOConfig()
@@ -226,14 +242,15 @@ def build_algorithm(config: RLlibConfig, run: Path) -> Any:
         .multi_agent(policies=set(specs), policy_mapping_fn=mapping, policies_to_train=[MAIN])
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
         .training(
-            lr=config.lr,
-            gamma=config.gamma,
-            lambda_=config.lambda_,
-            clip_param=config.clip_param,
-            entropy_coeff=config.entropy_coeff,
+            lr=config.ppo.learning_rate,
+            gamma=config.ppo.gamma,
+            lambda_=config.ppo.gae_lambda,
+            clip_param=config.ppo.clip_range,
+            entropy_coeff=config.ppo.ent_coef,
+            vf_loss_coeff=config.ppo.vf_coef,
             train_batch_size_per_learner=config.train_batch_size,
-            minibatch_size=config.minibatch_size,
-            num_epochs=config.num_epochs,
+            minibatch_size=config.ppo.batch_size,
+            num_epochs=config.ppo.n_epochs,
             vf_clip_param=100.0,
         )
         .debugging(seed=config.seed, log_level="ERROR")
@@ -281,8 +298,8 @@ def export_agent(module: Any, config: RLlibConfig, folder: str | Path) -> Path:
     import torch
 
     rules = config.rules_object
-    net_arch = {"pi": list(config.hidden), "vf": list(config.hidden)}
-    policy = build_policy(policy_shape(rules, config.observation, net_arch, config.activation))
+    net_arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
+    policy = build_policy(policy_shape(rules, config.observation, net_arch, config.ppo.activation))
     target = policy.state_dict()
     state = {}
     for name, tensor in module.state_dict().items():
@@ -294,7 +311,7 @@ def export_agent(module: Any, config: RLlibConfig, folder: str | Path) -> Path:
         raise ValueError(f"the RLlib module does not fill the policy's tensors {missing[:3]}")
     policy.load_state_dict({k: state[k] for k in target})
     with torch.no_grad():
-        return save_agent(policy, folder, rules, config.observation, net_arch, config.activation)
+        return save_agent(policy, folder, rules, config.observation, net_arch, config.ppo.activation)
 
 
 def refresh_snapshot(algorithm: Any, slot: str) -> None:
@@ -320,8 +337,6 @@ def train_rllib(
     every ``checkpoint_every`` iterations and at the end (``resume`` continues from it);
     export the agent; with ``evaluate_against``, play it against those specs in the arena
     on ``final_deals`` unseen deals. Returns a summary (also written to training.json)."""
-    from torch.utils.tensorboard import SummaryWriter
-
     from block_env.arena.ray import connect
 
     run = Path(run)
@@ -339,9 +354,33 @@ def train_rllib(
         algorithm.restore_from_path(str(checkpoint))
         done = json.loads((run / "progress.json").read_text())
         start_iteration, start_steps = int(done["iteration"]), int(done["env_steps"])
-    writer = SummaryWriter(str(run / "tensorboard"))
     started = time.time()
-    steps = start_steps
+    steps = run_iterations(algorithm, config, run, checkpoint, start_iteration, start_steps, progress)
+    _checkpoint(algorithm, checkpoint, run, config.iterations, steps)
+    seconds = time.time() - started
+    agent = export_agent(algorithm.get_module(MAIN), config, run / EXPORT)
+    algorithm.stop()
+    summary: dict[str, Any] = {
+        "iterations": config.iterations,
+        "env_steps": steps,
+        "seconds": round(seconds, 1),
+        "env_steps_per_second": round((steps - start_steps) / seconds, 1) if seconds else None,  # this session
+        "agent": str(agent),
+    }
+    if evaluate_against:
+        summary["arena"] = evaluate_export(agent, config, evaluate_against, run, address, progress)
+    (run / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def run_iterations(
+    algorithm: Any, config: RLlibConfig, run: Path, checkpoint: Path, start_iteration: int, steps: int, progress: bool
+) -> int:
+    """The training iterations from ``start_iteration`` on: TensorBoard scalars, snapshot
+    refreshes and checkpoints as the config says. Returns the env steps sampled in all."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(run / "tensorboard"))
     iterations = range(start_iteration, config.iterations)
     bar = _bar(progress, len(iterations))
     try:
@@ -358,39 +397,32 @@ def train_rllib(
                 refresh_snapshot(algorithm, slot)
             if config.checkpoint_every and (iteration + 1) % config.checkpoint_every == 0:
                 _checkpoint(algorithm, checkpoint, run, iteration + 1, steps)
-            bar(
-                f"iteration {iteration + 1}/{config.iterations}: main return {returns if returns is None else round(returns, 3)}"
-            )
+            shown = returns if returns is None else round(returns, 3)
+            bar(f"iteration {iteration + 1}/{config.iterations}: main return {shown}")
     finally:
         writer.close()
         bar(None)
-    _checkpoint(algorithm, checkpoint, run, config.iterations, steps)
-    seconds = time.time() - started
-    agent = export_agent(algorithm.get_module(MAIN), config, run / EXPORT)
-    algorithm.stop()
-    summary: dict[str, Any] = {
-        "iterations": config.iterations,
-        "env_steps": steps,
-        "seconds": round(seconds, 1),
-        "env_steps_per_second": round((steps - start_steps) / seconds, 1) if seconds else None,  # this session
-        "agent": str(agent),
-    }
-    if evaluate_against:
-        from block_env.arena import evaluate, markdown
+    return steps
 
-        report = evaluate(
-            [f"policy:{agent}", *evaluate_against],
-            config.rules_object,
-            deals=config.final_deals,
-            seed=derive_seed(config.seed, "rllib_final_arena"),
-            progress=progress,
-            ray_address=address or "local",  # on the Ray this run already joined
-        )
-        table = markdown(report)
-        (run / "arena.md").write_text(table + "\n")
-        summary["arena"] = table
-    (run / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
+
+def evaluate_export(
+    agent: Path, config: RLlibConfig, opponents: tuple[str, ...], run: Path, address: str | None, progress: bool
+) -> str:
+    """The exported agent against ``opponents`` on ``final_deals`` unseen deals, on the Ray
+    this run joined; the Markdown table (also run/arena.md)."""
+    from block_env.arena import evaluate, markdown
+
+    report = evaluate(
+        [f"policy:{agent}", *opponents],
+        config.rules_object,
+        deals=config.final_deals,
+        seed=derive_seed(config.seed, "rllib_final_arena"),
+        progress=progress,
+        ray_address=address or "local",
+    )
+    table = markdown(report)
+    (run / "arena.md").write_text(table + "\n")
+    return table
 
 
 def _checkpoint(algorithm: Any, checkpoint: Path, run: Path, iteration: int, env_steps: int) -> None:

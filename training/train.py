@@ -473,14 +473,79 @@ def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> lis
 # -- the run ----------------------------------------------------------------------------------
 
 
+def build_model(config: TrainConfig, env: Any, paths: RunPaths) -> Any:
+    """A fresh MaskablePPO model with the config's settings, logging to the run's TensorBoard folder."""
+    from sb3_contrib import MaskablePPO
+
+    p = config.ppo
+    return MaskablePPO(
+        policy_class(config),
+        env,
+        learning_rate=p.learning_rate,
+        n_steps=p.n_steps,
+        batch_size=p.batch_size,
+        n_epochs=p.n_epochs,
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        clip_range=p.clip_range,
+        ent_coef=p.ent_coef,
+        vf_coef=p.vf_coef,
+        policy_kwargs=policy_kwargs(config),
+        tensorboard_log=str(paths.tensorboard),
+        seed=config.seed,
+        device="cpu",
+        verbose=0,
+    )
+
+
+def warm_start(model: Any, config: TrainConfig, paths: RunPaths) -> dict[str, float] | None:
+    """Imitate the teacher (if the config names one), then save the step-0 agent: what PPO
+    starts from, so that its own gain can be measured against it."""
+    stats = None
+    if config.pretrain.teacher is not None:
+        stats = imitate(model, config)
+        print(
+            f"warm start: imitated {config.pretrain.teacher} on {int(stats['decisions'])} decisions, "
+            f"accuracy {stats['accuracy']:.1%}",
+            flush=True,
+        )
+    save_policy_agent(model, paths.agent(STEP_0), config)
+    return stats
+
+
+def learn(
+    model: Any, config: TrainConfig, paths: RunPaths, pool: list[str], steps: int, fresh: bool, progress: bool
+) -> bool:
+    """PPO for ``steps`` more env steps with the run's callbacks; False when Ctrl-C stopped it
+    (a resumable checkpoint is saved then)."""
+    from stable_baselines3.common.callbacks import CallbackList
+
+    try:
+        model.learn(
+            total_timesteps=steps,
+            callback=CallbackList(make_callbacks(config, paths, pool)),
+            reset_num_timesteps=fresh,
+            progress_bar=progress,
+            tb_log_name="ppo",
+        )
+    except KeyboardInterrupt:
+        checkpoint = paths.checkpoints / f"ppo_{model.num_timesteps}_steps.zip"
+        model.save(checkpoint)
+        print(f"interrupted at {model.num_timesteps} steps: resume with --resume {checkpoint}", flush=True)
+        return False
+    return True
+
+
 def train(
     config: TrainConfig, out: str | Path, resume: str | Path | None = None, progress: bool = True
 ) -> dict[str, Any]:
-    """Train per ``config`` into ``out``; returns the run summary (also out/training.json)."""
+    """Train per ``config`` into ``out``; returns the run summary (also out/training.json).
+
+    Build the envs and the model (or resume a checkpoint), warm-start it, learn, then write
+    the learning curve and the final agent.
+    """
     import torch
     import yaml
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import CallbackList
 
     torch.set_num_threads(1)  # the envs use the other cores; small MLPs gain nothing from threads
     paths = RunPaths(Path(out))
@@ -489,63 +554,18 @@ def train(
 
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
-
-    if resume is not None:
-        model = load_checkpoint(Path(resume), config, env)
-    else:
-        p = config.ppo
-        model = MaskablePPO(
-            policy_class(config),
-            env,
-            learning_rate=p.learning_rate,
-            n_steps=p.n_steps,
-            batch_size=p.batch_size,
-            n_epochs=p.n_epochs,
-            gamma=p.gamma,
-            gae_lambda=p.gae_lambda,
-            clip_range=p.clip_range,
-            ent_coef=p.ent_coef,
-            vf_coef=p.vf_coef,
-            policy_kwargs=policy_kwargs(config),
-            tensorboard_log=str(paths.tensorboard),
-            seed=config.seed,
-            device="cpu",
-            verbose=0,
-        )
-    pretrain_stats = None
-    if resume is None and config.pretrain.teacher is not None:
-        pretrain_stats = imitate(model, config)
-        print(
-            f"warm start: imitated {config.pretrain.teacher} on {int(pretrain_stats['decisions'])} decisions, "
-            f"accuracy {pretrain_stats['accuracy']:.1%}",
-            flush=True,
-        )
-    if resume is None:
-        save_policy_agent(model, paths.agent(STEP_0), config)  # what PPO starts from: its gain is measured against it
+    model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
+    pretrain_stats = warm_start(model, config, paths) if resume is None else None
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
     if remaining <= 0:
         raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
-    interrupted = False
-    try:
-        model.learn(
-            total_timesteps=remaining,
-            callback=CallbackList(make_callbacks(config, paths, pool)),
-            reset_num_timesteps=resume is None,
-            progress_bar=progress,
-            tb_log_name="ppo",
-        )
-    except KeyboardInterrupt:
-        # Ctrl-C: keep a resumable checkpoint and the learning curve so far.
-        interrupted = True
-        checkpoint = paths.checkpoints / f"ppo_{model.num_timesteps}_steps.zip"
-        model.save(checkpoint)
-        print(f"interrupted at {model.num_timesteps} steps: resume with --resume {checkpoint}", flush=True)
+    finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
     seconds = time.perf_counter() - started
     env.close()
     write_learning_curve(paths, config.eval.opponents)
-    if not interrupted:
+    if finished:
         model.save(paths.root / "final.zip")
         save_policy_agent(model, paths.agent(FINAL), config)
     steps = model.num_timesteps - start_steps
@@ -553,9 +573,9 @@ def train(
         "timesteps": model.num_timesteps,
         "seconds": round(seconds, 1),
         "steps_per_second": round(steps / max(seconds, 1e-9), 1),
-        "interrupted": interrupted,
+        "interrupted": not finished,
         "best_agent": str(paths.agent(BEST)),
-        "final_agent": None if interrupted else str(paths.agent(FINAL)),
+        "final_agent": str(paths.agent(FINAL)) if finished else None,
         "step_0_agent": str(paths.agent(STEP_0)),
         "learning_curve": str(paths.curve_png),
         "pretrain": pretrain_stats,
