@@ -29,7 +29,7 @@ def play_in_terminal(
     env = raw_env(rules, episode=episode, reward="points", render_mode="ansi")
     env.reset(seed=seed)
     human = HumanAgent(rules, read=read, write=write)
-    others = iter(opponents * n)
+    others = iter(list(opponents) * n)
     agents: list[Agent] = [human if s == seat else make_agent(next(others), rules, seed=seed) for s in range(n)]
     write(
         f"You are {seat_name(seat)}"

@@ -250,6 +250,7 @@ def new_game(body: dict[str, Any]) -> WebGame:
         raise BadRequest(f"'episode' must be one of {list(EPISODES)}, got {episode!r}")
     n = rules.num_players
     seat = _int(body, "seat", 0, 0, n - 1)
+    assert seat is not None  # it has a default
     seed = _int(body, "seed", None, 0, 2**63 - 1)
     opponents = body.get("opponents", ["greedy"])
     if not (

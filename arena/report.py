@@ -136,7 +136,7 @@ def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[f
             continue  # one agent on two sides (fewer agents than seats): not a contest
         for rnd in rec["rounds"]:
             w = rnd["winning_side"]
-            ranks = [0 if (w is None or s == w) else 1 for s in sorted(side_agent)]
+            ranks = [0.0 if (w is None or s == w) else 1.0 for s in sorted(side_agent)]
             teams = [[players[a]] for a in agents_by_side]
             new = model.rate(teams, ranks=ranks)
             for a, team in zip(agents_by_side, new):

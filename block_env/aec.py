@@ -21,7 +21,7 @@ from block_env.render import render_image, render_text, seat_name
 from block_env.rules import Rules, resolve_rules
 from block_env.seeding import SEED_BOUND
 from block_env.tiles import Tile, format_tile
-from block_env.validation import check_choice
+from block_env.validation import check_choice, is_int
 
 #: The keys ``reset(options=...)`` reads (CONTRACT.md).
 RESET_OPTION_KEYS = ("hands", "leader")
@@ -60,7 +60,7 @@ def parse_reset_options(rules: Rules, options: object) -> Scenario | None:
     masks = _hands_from_tiles(rules, hands) if hands is not None else None
     if leader is not None:
         n = rules.num_players
-        if isinstance(leader, bool) or not isinstance(leader, numbers.Integral) or not 0 <= leader < n:
+        if not (is_int(leader) and 0 <= leader < n):
             raise ValueError(f"options['leader'] must be a seat 0..{n - 1}, got {leader!r}")
         leader = int(leader)
         if rules.first_lead == "heaviest":
@@ -233,7 +233,8 @@ class raw_env(AECEnv):
         if seed is not None or not hasattr(self, "_np_random_ready"):
             self.np_random, self.np_random_seed = seeding.np_random(seed)
             self._np_random_ready = True
-        engine_seed = int(self.np_random.integers(0, SEED_BOUND))
+        # One below the bound: the draw every published seed was made with (a wider range draws other numbers).
+        engine_seed = int(self.np_random.integers(0, SEED_BOUND - 1))
         if scenario is None:
             self._engine = Match(self.rules, engine_seed)
         else:

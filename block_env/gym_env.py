@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium import spaces
 
 from block_env.aec import parse_reset_options, raw_env
+from block_env.observations import layout_for
 from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
 from block_env.options import ILLEGAL_ACTIONS, MAX_REDEALS, check_learner_seat
 from block_env.rules import Rules, resolve_rules
@@ -97,8 +98,8 @@ class BlockDominoesEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.opponent_factory = opponent_factory
         self.set_opponents(opponents)
-        obs_box = self.aec.observation_space(self.aec.possible_agents[0])["observation"]
-        self.observation_space = obs_box
+        layout = layout_for(self.rules, observation)
+        self.observation_space = spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32)
         self.action_space = spaces.Discrete(self.rules.tile_set.num_actions)
         self.seat = 0
         self.seat_opponents: list[Opponent | None] = []
@@ -160,7 +161,7 @@ class BlockDominoesEnv(gymnasium.Env):
         """Legal actions of the learner (bool); all False when the episode is over."""
         if not self._ready:
             raise RuntimeError("call reset() before action_masks()")
-        mask = np.zeros(self.action_space.n, dtype=bool)
+        mask = np.zeros(self.rules.tile_set.num_actions, dtype=bool)
         if not self._episode_over:  # then the learner is to move (see _advance)
             mask[self.aec.legal_actions()] = True
         return mask

@@ -318,6 +318,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             if batched:
                 actions = np.asarray(opponent.act_batch(obs, masks[mine]), dtype=np.int64)
             else:
+                assert obs is not None  # an opponent acting game by game always observes
                 actions = np.array(
                     [
                         opponent.act({"observation": o, "action_mask": m.astype(np.int8)})

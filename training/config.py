@@ -274,7 +274,7 @@ def _build(cls: type, values: Any, where: str) -> Any:
 
 
 def _convert(hint: Any, value: Any, name: str) -> Any:
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, name)
     origin = typing.get_origin(hint)
     if origin is tuple:

@@ -142,7 +142,7 @@ class _MaskedObservations(BaseWrapper):
         super().__init__(env)
         self.reward_scale = reward_scale
         size = env.observation_space(env.possible_agents[0])["observation"].shape
-        num_actions = env.action_space(env.possible_agents[0]).n
+        num_actions = env.rules.tile_set.num_actions
         self._space = gymnasium.spaces.Dict(
             {
                 "observations": gymnasium.spaces.Box(0.0, np.inf, shape=size, dtype=np.float32),
@@ -155,6 +155,7 @@ class _MaskedObservations(BaseWrapper):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         obs = self.env.observe(agent)
+        assert obs is not None  # the AEC env observes every agent
         return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
 
     def last(self, observe: bool = True) -> tuple:
@@ -185,9 +186,10 @@ def _scripted_module_class() -> type:
 
     class ScriptedRLModule(RLModule):
         def setup(self) -> None:
-            self.policy = self.model_config["policy"]
-            self.rank = np.asarray(self.model_config.get("rank", []), dtype=np.float64)
-            self.rng = np.random.default_rng(self.model_config.get("seed"))
+            config: dict[str, Any] = dict(self.model_config or {})  # type: ignore[arg-type]  # a plain dict here
+            self.policy = config["policy"]
+            self.rank = np.asarray(config.get("rank", []), dtype=np.float64)
+            self.rng = np.random.default_rng(config.get("seed"))
 
         def _forward(self, batch: dict, **kwargs: Any) -> dict:
             masks = np.asarray(batch[Columns.OBS]["action_mask"]) > 0

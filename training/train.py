@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -106,7 +107,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
 
         return build
 
-    builders = [factory(rank) for rank in range(config.n_envs)]
+    builders: list[Callable[[], gymnasium.Env]] = [factory(rank) for rank in range(config.n_envs)]
     if config.vec_env == "subproc" and config.n_envs > 1:
         vec = SubprocVecEnv(builders, start_method="spawn")
     else:
