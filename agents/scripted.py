@@ -16,7 +16,13 @@ from block_env.tiles import ends_after
 
 
 class RandomAgent(Agent):
-    """Uniform over the legal actions (``act_batch``: for many games in one call)."""
+    """Uniform over the legal actions (``act_batch``: for many games in one call).
+
+    >>> import numpy as np
+    >>> from block_env import Rules
+    >>> RandomAgent(Rules(), seed=0).act({"action_mask": np.array([0, 1, 1] + [0] * 54, dtype=np.int8)}) in (1, 2)
+    True
+    """
 
     name = "random"
     observes = False  # act_batch reads the masks alone
@@ -56,7 +62,16 @@ def greedy_rank(rules: Rules) -> np.ndarray:
 
 
 class GreedyAgent(Agent):
-    """Heaviest tile first (ties: doubles first; then the lower action id)."""
+    """Heaviest tile first (ties: doubles first; then the lower action id).
+
+    >>> import numpy as np
+    >>> from block_env import Rules
+    >>> rules = Rules()
+    >>> mask = np.zeros(rules.tile_set.num_actions, dtype=np.int8)
+    >>> mask[[rules.tile_set.action((1, 2), 0), rules.tile_set.action((5, 6), 0)]] = 1
+    >>> rules.tile_set.describe_action(GreedyAgent(rules).act({"action_mask": mask}))
+    '[5|6] on left'
+    """
 
     name = "greedy"
     observes = False  # act_batch reads the masks alone
@@ -103,6 +118,14 @@ class StrategicAgent(Agent):
     away from those its partner lacks); counts suits, so it knows which numbers are dead for
     everyone else; blocks on purpose only when its hand is light against the unseen-pip
     estimate; sheds heavy tiles when the line is about to lock; follows a partner's lead.
+
+    >>> from block_env import raw_env
+    >>> env = raw_env("standard")
+    >>> env.reset(seed=0)
+    >>> agent = StrategicAgent(env.rules, seed=0)
+    >>> action = agent.act(env.observe(env.agent_selection))
+    >>> env.observe(env.agent_selection)["action_mask"][action]
+    np.int8(1)
     """
 
     name = "strategic"

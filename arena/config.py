@@ -16,7 +16,12 @@ from block_env.validation import check_choice
 class ArenaConfig:
     """What to play: agent specs (see :func:`block_env.agents.make_agent`), rules, episode
     mode ("round" or "match"), number of deals, seed and worker processes; ``record`` keeps
-    every episode's full move record (a replay, see :mod:`block_env.apps.replay`)."""
+    every episode's full move record (a replay, see :mod:`block_env.apps.replay`).
+
+    >>> config = ArenaConfig(agents=("greedy", "random"), deals=10, seed=1)
+    >>> config.rules.num_players, config.episode
+    (2, 'round')
+    """
 
     agents: tuple[str, ...]
     rules: Rules = field(default_factory=Rules)

@@ -172,6 +172,16 @@ class raw_env(AECEnv):
 
     ## Version History
     v0: initial release.
+
+    >>> from block_env import raw_env
+    >>> env = raw_env("standard")
+    >>> env.reset(seed=42)
+    >>> for agent in env.agent_iter():
+    ...     observation, reward, termination, truncation, info = env.last()
+    ...     action = None if termination or truncation else int(observation["action_mask"].argmax())
+    ...     env.step(action)
+    >>> env.results[-1].end in ("domino", "blocked")
+    True
     """
 
     metadata = {
@@ -413,7 +423,14 @@ def env(
 ) -> AECEnv:
     """``raw_env`` wrapped as PettingZoo's classic environments are: an illegal move ends the
     game with reward -1 for the mover (TerminateIllegalWrapper), an out-of-range action
-    fails an assertion, and calls out of order are refused (OrderEnforcingWrapper)."""
+    fails an assertion, and calls out of order are refused (OrderEnforcingWrapper).
+
+    >>> from block_env import env
+    >>> wrapped = env("standard_3p")
+    >>> wrapped.reset(seed=1)
+    >>> wrapped.agent_selection in wrapped.possible_agents
+    True
+    """
     wrapped: AECEnv = raw_env(rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
     wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)
     wrapped = wrappers.AssertOutOfBoundsWrapper(wrapped)

@@ -39,6 +39,11 @@ class RoundResult:
         doubled: the award was doubled by club_doubling.
         hand_pips: pips left in each seat's hand.
         side_pips: pips left on each side (a partnership adds both hands).
+
+    >>> from block_env import RoundResult
+    >>> result = RoundResult("domino", winner=0, winning_side=0, award=12, doubled=False, hand_pips=(0, 12), side_pips=(0, 12))
+    >>> result.side_values("zero_sum")
+    [12.0, -12.0]
     """
 
     end: str
@@ -118,6 +123,13 @@ class PublicView:
     tile indices; ``voids[r]`` is a bitmask over the suits relative seat r has shown it lacks
     by passing (RULES.md: must play). Built from the engine by :meth:`Round.public_view` and
     from an observation by :func:`block_env.observations.read_public_view`: the same facts.
+
+    >>> from block_env import raw_env
+    >>> env = raw_env("standard")
+    >>> env.reset(seed=0)
+    >>> view = env.public_view("player_0")
+    >>> len(view.hand_tiles), view.ends, view.hand_counts
+    (7, None, (7, 7))
     """
 
     rules: Rules
@@ -157,6 +169,13 @@ class Round:
 
     Build one with :meth:`Round.start` (or :meth:`Match`). Hands are bitmasks over tile
     indices; ``left``/``right`` are the open ends' values, -1 before the opening.
+
+    >>> from block_env import Round, Rules
+    >>> rules = Rules()
+    >>> ts = rules.tile_set
+    >>> rnd = Round.start(rules, [ts.mask_of([(1, 4), (2, 2)]), ts.mask_of([(4, 6), (3, 5)])], lead=0)
+    >>> rnd.step(ts.action((1, 4), 0)) is None, rnd.ends, rnd.legal_actions() == [ts.action((4, 6), 1)]
+    (True, (1, 4), True)
     """
 
     __slots__ = (
@@ -536,6 +555,15 @@ class Match:
 
     ``scores`` are per side. After each round's award the target is checked: reaching or
     passing it wins, excess kept; a tie for the highest qualifying score is a draw.
+
+    >>> from block_env import Match, Rules
+    >>> match = Match(Rules(target=20), seed=3)
+    >>> while not match.is_over:
+    ...     if match.round.result is not None:
+    ...         _ = match.next_round()
+    ...     _ = match.step(match.round.legal_actions()[0])
+    >>> max(match.scores) >= 20
+    True
     """
 
     def __init__(

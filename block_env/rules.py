@@ -42,6 +42,15 @@ class Rules:
         blocked_scoring: "subtract_own" (others' pips minus own) or "others_total".
         club_doubling: double the award when the winner goes out with a double or with a
             tile that fitted both open ends.
+
+    >>> from block_env import Rules
+    >>> rules = Rules(num_players=3)
+    >>> rules.resolved_hand_size, rules.resolved_target, rules.tile_set.num_tiles
+    (5, 61, 28)
+    >>> Rules(num_players=5)
+    Traceback (most recent call last):
+    ...
+    ValueError: Rules.num_players must be an int in 2..4, got 5
     """
 
     num_players: int = 2

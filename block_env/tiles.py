@@ -24,6 +24,11 @@ class TileSet:
     """The tiles of a double-``max_pip`` set and the lookup tables the engine uses.
 
     Build one with :func:`tile_set`, which caches it per ``max_pip``.
+
+    >>> from block_env import tile_set
+    >>> ts = tile_set(6)
+    >>> ts.num_tiles, ts.tiles[:3], ts.describe_action(ts.action((3, 5), 1))
+    (28, ((0, 0), (0, 1), (0, 2)), '[3|5] on right')
     """
 
     max_pip: int
@@ -133,7 +138,11 @@ def bit_indices(mask: int) -> list[int]:
 
 @cache
 def tile_set(max_pip: int) -> TileSet:
-    """The double-``max_pip`` set (cached; TileSet is immutable)."""
+    """The double-``max_pip`` set (cached; TileSet is immutable).
+
+    >>> tile_set(9).num_tiles
+    55
+    """
     if not isinstance(max_pip, int) or max_pip < 0:
         raise ValueError(f"max_pip must be a non-negative int, got {max_pip!r}")
     tiles = tuple((a, b) for a in range(max_pip + 1) for b in range(a, max_pip + 1))

@@ -85,6 +85,12 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     :func:`block_env.observations.privileged_layout`: for training a critic on full
     information while the actor reads only the first ``layout_for(rules, observation).size``
     values. Opponents still observe the player encoding.
+
+    >>> import gymnasium, block_env
+    >>> envs = gymnasium.make_vec(block_env.GYM_ID, num_envs=4, vectorization_mode="vector_entry_point", opponents=["greedy"])
+    >>> observations, infos = envs.reset(seed=0)
+    >>> observations.shape, envs.action_masks().shape
+    ((4, 121), (4, 57))
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
