@@ -64,8 +64,9 @@ def _parse_value(text: str) -> Any:
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``"search:worlds=96"`` -> ("search", {"worlds": 96}); ``"policy:runs/a"`` -> ("policy", {"path": "runs/a"}).
 
-    >>> parse_spec("search:worlds=96,playout=greedy")
-    ('search', {'worlds': 96, 'playout': 'greedy'})
+    Examples:
+        >>> parse_spec("search:worlds=96,playout=greedy")
+        ('search', {'worlds': 96, 'playout': 'greedy'})
     """
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"an agent spec is a non-empty string, got {spec!r}")
@@ -92,13 +93,14 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def make_agent(spec: str, rules: Rules, seed: int | None = None, observation: str = "vector") -> Agent:
     """Build an agent from a spec string (see the module docstring).
 
-    >>> from block_env import raw_env
-    >>> from block_env.agents import make_agent
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> agent = make_agent("search:worlds=8", env.rules, seed=1)
-    >>> env.observe("player_0")["action_mask"][agent.act(env.observe(env.agent_selection))] == 1 or env.agent_selection != "player_0"
-    True
+    Examples:
+        >>> from block_env import raw_env
+        >>> from block_env.agents import make_agent
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> agent = make_agent("search:worlds=8", env.rules, seed=1)
+        >>> env.observe("player_0")["action_mask"][agent.act(env.observe(env.agent_selection))] == 1 or env.agent_selection != "player_0"
+        True
     """
     name, kwargs = parse_spec(spec)
     if name == "policy":
@@ -115,9 +117,10 @@ class AgentFactory:
     """Builds agents from spec strings for one rules set and encoding: the
     ``opponent_factory`` the Gymnasium views take (picklable, for subprocess envs).
 
-    >>> from block_env import Rules
-    >>> AgentFactory(Rules())("greedy").name
-    'greedy'
+    Examples:
+        >>> from block_env import Rules
+        >>> AgentFactory(Rules())("greedy").name
+        'greedy'
     """
 
     def __init__(self, rules: Rules, observation: str = "vector") -> None:
@@ -132,10 +135,11 @@ def make_vector_env(num_envs: int, rules: Rules | str | None = None, **kwargs: A
     """A :class:`block_env.vector_env.BlockDominoesVectorEnv` whose opponents may be agent
     specs: what ``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` builds.
 
-    >>> envs = make_vector_env(8, "standard", opponents=["strategic"])
-    >>> observations, infos = envs.reset(seed=0)
-    >>> observations.shape
-    (8, 121)
+    Examples:
+        >>> envs = make_vector_env(8, "standard", opponents=["strategic"])
+        >>> observations, infos = envs.reset(seed=0)
+        >>> observations.shape
+        (8, 121)
     """
     from block_env.vector_env import BlockDominoesVectorEnv
 
@@ -148,10 +152,11 @@ def make_env(rules: Rules | str | None = None, **kwargs: Any) -> Any:
     """A :class:`block_env.BlockDominoesEnv` whose opponents may be agent specs: what
     ``gymnasium.make("block_env/BlockDominoes-v0", ...)`` builds.
 
-    >>> env = make_env("standard_3p", opponents=["greedy", "strategic"])
-    >>> observation, info = env.reset(seed=0)
-    >>> info["learner_seat"] in (0, 1, 2)
-    True
+    Examples:
+        >>> env = make_env("standard_3p", opponents=["greedy", "strategic"])
+        >>> observation, info = env.reset(seed=0)
+        >>> info["learner_seat"] in (0, 1, 2)
+        True
     """
     from block_env.gym_env import BlockDominoesEnv
 

@@ -23,14 +23,15 @@ class Agent(ABC):
     Agents are built for one rules set and encoding (the decoder needs both) and carry their
     own seeded RNG: same seed, same observations → same actions.
 
-    >>> from block_env import Rules
-    >>> from block_env.agents import Agent
-    >>> class FirstLegal(Agent):
-    ...     name = "first_legal"
-    ...     def act(self, obs):
-    ...         return int(obs["action_mask"].argmax())
-    >>> FirstLegal(Rules()).name
-    'first_legal'
+    Examples:
+        >>> from block_env import Rules
+        >>> from block_env.agents import Agent
+        >>> class FirstLegal(Agent):
+        ...     name = "first_legal"
+        ...     def act(self, obs):
+        ...         return int(obs["action_mask"].argmax())
+        >>> FirstLegal(Rules()).name
+        'first_legal'
     """
 
     name = "agent"

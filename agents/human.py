@@ -12,12 +12,13 @@ from block_env.tiles import format_tile
 class HumanAgent(Agent):
     """Asks a person for each move. ``read``/``write`` default to input() and print().
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> human = HumanAgent(env.rules, read=lambda prompt: "1", write=lambda text: None)
-    >>> env.observe(env.agent_selection)["action_mask"][human.act(env.observe(env.agent_selection))]
-    np.int8(1)
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> human = HumanAgent(env.rules, read=lambda prompt: "1", write=lambda text: None)
+        >>> env.observe(env.agent_selection)["action_mask"][human.act(env.observe(env.agent_selection))]
+        np.int8(1)
     """
 
     name = "human"

@@ -184,13 +184,14 @@ def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Any]]:
 class PolicyAgent(Agent):
     """Plays a saved MaskablePPO policy, always passing the action mask.
 
-    >>> from block_env import raw_env
-    >>> from block_env.agents import make_agent
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> agent = make_agent("pretrained:standard", env.rules, seed=0)  # a PolicyAgent
-    >>> env.observe(env.agent_selection)["action_mask"][agent.act(env.observe(env.agent_selection))]
-    np.int8(1)
+    Examples:
+        >>> from block_env import raw_env
+        >>> from block_env.agents import make_agent
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> agent = make_agent("pretrained:standard", env.rules, seed=0)  # a PolicyAgent
+        >>> env.observe(env.agent_selection)["action_mask"][agent.act(env.observe(env.agent_selection))]
+        np.int8(1)
     """
 
     name = "policy"

@@ -18,10 +18,11 @@ from block_env.tiles import ends_after
 class RandomAgent(Agent):
     """Uniform over the legal actions (``act_batch``: for many games in one call).
 
-    >>> import numpy as np
-    >>> from block_env import Rules
-    >>> RandomAgent(Rules(), seed=0).act({"action_mask": np.array([0, 1, 1] + [0] * 54, dtype=np.int8)}) in (1, 2)
-    True
+    Examples:
+        >>> import numpy as np
+        >>> from block_env import Rules
+        >>> RandomAgent(Rules(), seed=0).act({"action_mask": np.array([0, 1, 1] + [0] * 54, dtype=np.int8)}) in (1, 2)
+        True
     """
 
     name = "random"
@@ -64,13 +65,14 @@ def greedy_rank(rules: Rules) -> np.ndarray:
 class GreedyAgent(Agent):
     """Heaviest tile first (ties: doubles first; then the lower action id).
 
-    >>> import numpy as np
-    >>> from block_env import Rules
-    >>> rules = Rules()
-    >>> mask = np.zeros(rules.tile_set.num_actions, dtype=np.int8)
-    >>> mask[[rules.tile_set.action((1, 2), 0), rules.tile_set.action((5, 6), 0)]] = 1
-    >>> rules.tile_set.describe_action(GreedyAgent(rules).act({"action_mask": mask}))
-    '[5|6] on left'
+    Examples:
+        >>> import numpy as np
+        >>> from block_env import Rules
+        >>> rules = Rules()
+        >>> mask = np.zeros(rules.tile_set.num_actions, dtype=np.int8)
+        >>> mask[[rules.tile_set.action((1, 2), 0), rules.tile_set.action((5, 6), 0)]] = 1
+        >>> rules.tile_set.describe_action(GreedyAgent(rules).act({"action_mask": mask}))
+        '[5|6] on left'
     """
 
     name = "greedy"
@@ -91,7 +93,7 @@ class GreedyAgent(Agent):
 
 @dataclass(frozen=True)
 class StrategyWeights:
-    """Weights of the strategic agent's move score (the seeds' strategy tips).
+    """Weights of the strategic agent's move score (the game's strategy tips: docs/agents.md).
 
     Chosen by a random search against greedy (40 weight sets x 300 duplicate 2-player deals),
     then checked on fresh deals for 2, 3, 4 players and partnerships.
@@ -112,20 +114,21 @@ class StrategyWeights:
 
 
 class StrategicAgent(Agent):
-    """The seeds' strategy tips made concrete, as a score over legal moves.
+    """The game's strategy tips made concrete, as a score over legal moves.
 
     Keeps numbers it holds on the ends; reads passes (steers toward suits opponents lack,
     away from those its partner lacks); counts suits, so it knows which numbers are dead for
     everyone else; blocks on purpose only when its hand is light against the unseen-pip
     estimate; sheds heavy tiles when the line is about to lock; follows a partner's lead.
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> agent = StrategicAgent(env.rules, seed=0)
-    >>> action = agent.act(env.observe(env.agent_selection))
-    >>> env.observe(env.agent_selection)["action_mask"][action]
-    np.int8(1)
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> agent = StrategicAgent(env.rules, seed=0)
+        >>> action = agent.act(env.observe(env.agent_selection))
+        >>> env.observe(env.agent_selection)["action_mask"][action]
+        np.int8(1)
     """
 
     name = "strategic"

@@ -40,13 +40,14 @@ class SearchAgent(Agent):
             engine) or "scalar" (one by one on the scalar engine: the reference it was
             measured against).
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> agent = SearchAgent(env.rules, seed=0, worlds=8)
-    >>> action = agent.act(env.observe(env.agent_selection))
-    >>> env.observe(env.agent_selection)["action_mask"][action]
-    np.int8(1)
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> agent = SearchAgent(env.rules, seed=0, worlds=8)
+        >>> action = agent.act(env.observe(env.agent_selection))
+        >>> env.observe(env.agent_selection)["action_mask"][action]
+        np.int8(1)
     """
 
     name = "search"

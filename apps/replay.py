@@ -73,7 +73,7 @@ def position(rnd: Round) -> dict[str, Any]:
 
 
 def explain(result: RoundResult) -> dict[str, Any]:
-    """A result with the reason spelled out (RULES.md: domino, blocked, tie)."""
+    """A result with the reason spelled out (docs/rules.md, domino, blocked, tie)."""
     values = result.as_dict()
     if result.end == "domino":
         why = f"seat {result.winner} went out (domino)" + (

@@ -405,10 +405,11 @@ ROUTES = [
 def create_app(games: Games | None = None) -> Starlette:
     """The web app, holding ``games`` (a new store by default).
 
-    >>> from starlette.testclient import TestClient
-    >>> client = TestClient(create_app())
-    >>> client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code
-    201
+    Examples:
+        >>> from starlette.testclient import TestClient
+        >>> client = TestClient(create_app())
+        >>> client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code
+        201
     """
     app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse})
     app.state.games = Games() if games is None else games

@@ -11,10 +11,11 @@ deals gets a normal 95% interval (1.96 standard errors).
 - :mod:`~block_env.arena.stats` and :mod:`~block_env.arena.report`: the statistics, the
   summary tables, the chart and the files they are written to.
 
->>> from block_env.arena import evaluate
->>> report = evaluate(["greedy", "random"], "standard", deals=4, seed=1)
->>> sorted(a.agent for a in report.agents)
-['greedy', 'random']
+Examples:
+    >>> from block_env.arena import evaluate
+    >>> report = evaluate(["greedy", "random"], "standard", deals=4, seed=1)
+    >>> sorted(a.agent for a in report.agents)
+    ['greedy', 'random']
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ class ArenaConfig:
     mode ("round" or "match"), number of deals, seed and worker processes; ``record`` keeps
     every episode's full move record (a replay, see :mod:`block_env.apps.replay`).
 
-    >>> config = ArenaConfig(agents=("greedy", "random"), deals=10, seed=1)
-    >>> config.rules.num_players, config.episode
-    (2, 'round')
+    Examples:
+        >>> config = ArenaConfig(agents=("greedy", "random"), deals=10, seed=1)
+        >>> config.rules.num_players, config.episode
+        (2, 'round')
     """
 
     agents: tuple[str, ...]

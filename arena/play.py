@@ -102,13 +102,14 @@ def run_arena(
     the deals a run with ``config.deals = first_deal`` (same seed) did not play, since the
     deal seeds of a shorter run are the first of a longer one's.
 
-    >>> from block_env.arena import ArenaConfig, summarize
-    >>> config = ArenaConfig(agents=("greedy", "random"), deals=4, seed=1)
-    >>> records = run_arena(config, progress=False)
-    >>> len(records)  # 4 deals x 2 seatings
-    8
-    >>> sorted(summarize(config, records).head_to_head)
-    ['greedy', 'random']
+    Examples:
+        >>> from block_env.arena import ArenaConfig, summarize
+        >>> config = ArenaConfig(agents=("greedy", "random"), deals=4, seed=1)
+        >>> records = run_arena(config, progress=False)
+        >>> len(records)  # 4 deals x 2 seatings
+        8
+        >>> sorted(summarize(config, records).head_to_head)
+        ['greedy', 'random']
     """
     if not isinstance(first_deal, int) or not 0 <= first_deal < config.deals:
         raise ValueError(f"first_deal must be an int in [0, deals={config.deals}), got {first_deal!r}")
@@ -186,9 +187,10 @@ def evaluate(
     """Play and summarize in one call (the Python face of ``block-dominoes eval``);
     ``ray_address`` runs the deals on Ray (see :func:`run_arena`).
 
-    >>> report = evaluate(["strategic", "greedy", "random"], "standard_3p", deals=3, seed=2)
-    >>> [a.seat_rounds for a in report.agents]  # 3 deals x 3 seatings, one round each
-    [9, 9, 9]
+    Examples:
+        >>> report = evaluate(["strategic", "greedy", "random"], "standard_3p", deals=3, seed=2)
+        >>> [a.seat_rounds for a in report.agents]  # 3 deals x 3 seatings, one round each
+        [9, 9, 9]
     """
     config = ArenaConfig(
         agents=tuple(agents),

@@ -39,9 +39,10 @@ NOT_MET = Estimate(float("nan"), float("nan"), float("nan"), 0)  # never at a ta
 def mean_ci(values: Sequence[float], clip: tuple[float, float] | None = None) -> Estimate:
     """Mean and normal 95% interval over independent units.
 
-    >>> estimate = mean_ci([1.0, 2.0, 3.0])
-    >>> estimate.mean, estimate.fmt()
-    (2.0, '2.0 ± 1.1')
+    Examples:
+        >>> estimate = mean_ci([1.0, 2.0, 3.0])
+        >>> estimate.mean, estimate.fmt()
+        (2.0, '2.0 ± 1.1')
     """
     n = len(values)
     if n == 0:

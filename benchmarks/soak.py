@@ -4,7 +4,7 @@ Through the batched engine (round and match episodes) and, for a share of the ro
 env. At each round's end it checks, independently of the engine's own scoring:
 
 - tiles conserved: every dealt tile is in a hand or in the line, none twice;
-- the award per RULES.md, recomputed from the hands: a domino scores every opponent's pips
+- the award per docs/rules.md, recomputed from the hands: a domino scores every opponent's pips
   (doubled only under club rules), a blocked round the unique lightest side's margin, a tie
   nobody; the hand and side pips agree;
 - the zero-sum reward values sum to zero over the sides;

@@ -23,7 +23,7 @@ from block_env.seeding import SEED_BOUND
 from block_env.tiles import Tile, format_tile
 from block_env.validation import check_choice, is_int
 
-#: The keys ``reset(options=...)`` reads (CONTRACT.md).
+#: The keys ``reset(options=...)`` reads (docs/environments.md).
 RESET_OPTION_KEYS = ("hands", "leader")
 
 
@@ -41,7 +41,7 @@ def parse_reset_options(rules: Rules, options: object) -> Scenario | None:
     ValueError names what is wrong: a wrong number of hands, an empty hand, a tile outside
     the set or with non-integer halves, a tile dealt twice, or a leader that is not a seat.
     Tiles not listed are out of play; unknown keys are ignored with a warning. "leader" is
-    ignored under first_lead "heaviest" (CONTRACT.md).
+    ignored under first_lead "heaviest" (docs/environments.md).
     """
     if options is None:
         return None
@@ -110,13 +110,13 @@ def as_action(action: object, num_actions: int) -> int:
 
 
 class raw_env(AECEnv):
-    """Block dominoes (RULES.md) as a PettingZoo AEC environment.
+    """Block dominoes (docs/rules.md) as a PettingZoo AEC environment.
 
     ## Description
     Two to four players place tiles from their hands on either open end of a line, matching
     that end's value; nobody draws, and a player who cannot place passes. The round ends when
     a player places their last tile (domino) or every player passes in turn (blocked); the
-    winner scores the remaining pips (see RULES.md). ``rules`` chooses every variant.
+    winner scores the remaining pips (see docs/rules.md). ``rules`` chooses every variant.
 
     ## Agents
     ``"player_0"`` ... ``"player_{n-1}"``; seat order is turn order (clockwise).
@@ -153,7 +153,7 @@ class raw_env(AECEnv):
     Given on the step that ends a round, to every agent of a side
     (:meth:`block_env.RoundResult.side_values`):
     - "zero_sum" (default): the winning side +award, every other side -award/(S-1), S sides;
-    - "points": the winning side +award, everyone else 0 (CONTRACT.md);
+    - "points": the winning side +award, everyone else 0 (docs/environments.md);
     - "win_loss": +1 to the side that wins the episode (the round, or the match in match
       episodes), -1/(S-1) to the others, 0 to all on a tied block or a drawn match; only
       given when the episode ends.
@@ -173,15 +173,16 @@ class raw_env(AECEnv):
     ## Version History
     v0: initial release.
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=42)
-    >>> for agent in env.agent_iter():
-    ...     observation, reward, termination, truncation, info = env.last()
-    ...     action = None if termination or truncation else int(observation["action_mask"].argmax())
-    ...     env.step(action)
-    >>> env.results[-1].end in ("domino", "blocked")
-    True
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=42)
+        >>> for agent in env.agent_iter():
+        ...     observation, reward, termination, truncation, info = env.last()
+        ...     action = None if termination or truncation else int(observation["action_mask"].argmax())
+        ...     env.step(action)
+        >>> env.results[-1].end in ("domino", "blocked")
+        True
     """
 
     metadata = {
@@ -425,11 +426,12 @@ def env(
     game with reward -1 for the mover (TerminateIllegalWrapper), an out-of-range action
     fails an assertion, and calls out of order are refused (OrderEnforcingWrapper).
 
-    >>> from block_env import env
-    >>> wrapped = env("standard_3p")
-    >>> wrapped.reset(seed=1)
-    >>> wrapped.agent_selection in wrapped.possible_agents
-    True
+    Examples:
+        >>> from block_env import env
+        >>> wrapped = env("standard_3p")
+        >>> wrapped.reset(seed=1)
+        >>> wrapped.agent_selection in wrapped.possible_agents
+        True
     """
     wrapped: AECEnv = raw_env(rules, episode=episode, reward=reward, observation=observation, render_mode=render_mode)
     wrapped = wrappers.TerminateIllegalWrapper(wrapped, illegal_reward=-1)

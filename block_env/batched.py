@@ -44,7 +44,7 @@ DOMINO, BLOCKED = 0, 1
 END_NAMES = ("domino", "blocked")
 #: What :meth:`BatchedGames.play_until_decision` leaves each game waiting on.
 DECISION, ROUND_OVER, EXTERNAL = 0, 1, 2
-#: How a deal picks its leader (RULES.md: first and later leads).
+#: How a deal picks its leader (docs/rules.md, first and later leads).
 LEAD_LOT, LEAD_HEAVIEST, LEAD_ROTATE, LEAD_WINNER = 0, 1, 2, 3
 
 
@@ -64,7 +64,7 @@ class Tables:
     high: np.ndarray  # (T,) high half
     pips: np.ndarray  # (T,)
     suits: np.ndarray  # (S, T) bool: tile t carries value v
-    lead_rank: np.ndarray  # (T,) RULES.md heaviest lead: doubles by value above any other tile
+    lead_rank: np.ndarray  # (T,) docs/rules.md heaviest lead: doubles by value above any other tile
     side_of: np.ndarray  # (P,)
 
 
@@ -267,7 +267,7 @@ class BatchedGames:
 
     def advance(self, games: np.ndarray) -> None:
         """Deal the next round of each game in ``games`` (finished rounds), or a new episode
-        where the episode is over (RULES.md: later leaders, match target)."""
+        where the episode is over (docs/rules.md, later leaders, match target)."""
         g = np.asarray(games, dtype=np.int64)
         if not self.over[g].all():
             raise ValueError(f"games {g[~self.over[g]].tolist()} have not finished their round")
@@ -327,7 +327,7 @@ class BatchedGames:
         return hands
 
     def legal_mask(self, games: np.ndarray | None = None) -> np.ndarray:
-        """(k, 2T+1) bool: the legal actions of the seat to move (CONTRACT.md layout). All
+        """(k, 2T+1) bool: the legal actions of the seat to move (docs/environments.md, Actions). All
         False in a game whose round is over."""
         t = self.tables
         g = self.all_games if games is None else np.asarray(games, dtype=np.int64)
@@ -537,7 +537,7 @@ def _legal_row(g, owner, left, right, current, forced, low, high, row):  # pragm
         row[2 * i] = fits_l
         row[2 * i + 1] = fits_r
         count += fits_l + fits_r
-    row[2 * num_tiles] = count == 0  # RULES.md: pass only when nothing fits
+    row[2 * num_tiles] = count == 0  # docs/rules.md, pass only when nothing fits
     return max(count, 1)
 
 
@@ -611,7 +611,7 @@ def _move_kernel(
     games, actions, choose, learners, skip_forced, seat_policies, ranks, uniform, streams, status, state, constants, out
 ):  # pragma: no cover - compiled
     """Play moves in each game games[j] (engine.Round.apply), scoring each round that ends
-    (RULES.md: domino award, blocked award, match target) into the next row of ``out``;
+    (docs/rules.md, domino award, blocked award, match target) into the next row of ``out``;
     returns how many ended. Every rule of a move is written once, here, for both callers:
 
     - ``choose`` False (:meth:`BatchedGames.step`): one move per game, ``actions[j]``;
@@ -716,7 +716,7 @@ def _move_kernel(
             domino = False
             club_tile = False
             if a == pass_action:
-                # RULES.md: must play. A pass proves the seat holds neither end's suit.
+                # docs/rules.md, must play. A pass proves the seat holds neither end's suit.
                 voids[g, seat] |= (1 << end_l) | (1 << end_r)
                 passes[g] += 1
                 if passes[g] < num_players:

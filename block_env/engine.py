@@ -1,11 +1,11 @@
-"""The Block dominoes rules engine: rounds and matches (RULES.md).
+"""The Block dominoes rules engine: rounds and matches (docs/rules.md).
 
 Pure Python + the standard library: no PettingZoo, no Gymnasium, no numpy in the hot path.
 A :class:`Round` is one deal played out; a :class:`Match` deals rounds until the target.
 Both are deterministic under a seed, and ``copy()`` is cheap so that search agents can
 simulate from any position.
 
-Actions follow CONTRACT.md: ``2*i + e`` places tile i on end e (0 left, 1 right); ``2*T`` is
+Actions (docs/environments.md, Actions): ``2*i + e`` places tile i on end e (0 left, 1 right); ``2*T`` is
 the pass, legal only when nothing fits (a forced pass). The engine validates every action
 before changing anything, so a refused action leaves the state exactly as it was.
 """
@@ -28,7 +28,7 @@ BLOCKED = "blocked"
 
 @dataclass(frozen=True)
 class RoundResult:
-    """How a round ended and who scored (RULES.md: domino award, blocked award).
+    """How a round ended and who scored (docs/rules.md, domino award, blocked award).
 
     Attributes:
         end: "domino" (a player placed their last tile) or "blocked" (every player passed).
@@ -40,10 +40,11 @@ class RoundResult:
         hand_pips: pips left in each seat's hand.
         side_pips: pips left on each side (a partnership adds both hands).
 
-    >>> from block_env import RoundResult
-    >>> result = RoundResult("domino", winner=0, winning_side=0, award=12, doubled=False, hand_pips=(0, 12), side_pips=(0, 12))
-    >>> result.side_values("zero_sum")
-    [12.0, -12.0]
+    Examples:
+        >>> from block_env import RoundResult
+        >>> result = RoundResult("domino", winner=0, winning_side=0, award=12, doubled=False, hand_pips=(0, 12), side_pips=(0, 12))
+        >>> result.side_values("zero_sum")
+        [12.0, -12.0]
     """
 
     end: str
@@ -64,7 +65,7 @@ class RoundResult:
         """Each side's value of this round under a reward mode (block_env.options.REWARDS).
 
         - "zero_sum": the winning side +award, every other side -award/(S-1), S sides;
-        - "points": the winning side +award, everyone else 0 (CONTRACT.md);
+        - "points": the winning side +award, everyone else 0 (docs/environments.md);
         - "win_loss": +1 to ``episode_winner`` (the side that won the episode: the round,
           or the match), -1/(S-1) to the others, and 0 to all unless ``episode_over``.
 
@@ -121,15 +122,16 @@ class PublicView:
     Seat-relative, like the player observations: relative seat 0 is this seat, 1 the next
     seat clockwise, and relative side 0 is this seat's side. Tile sets are int bitmasks over
     tile indices; ``voids[r]`` is a bitmask over the suits relative seat r has shown it lacks
-    by passing (RULES.md: must play). Built from the engine by :meth:`Round.public_view` and
+    by passing (docs/rules.md, must play). Built from the engine by :meth:`Round.public_view` and
     from an observation by :func:`block_env.observations.read_public_view`: the same facts.
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> view = env.public_view("player_0")
-    >>> len(view.hand_tiles), view.ends, view.hand_counts
-    (7, None, (7, 7))
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> view = env.public_view("player_0")
+        >>> len(view.hand_tiles), view.ends, view.hand_counts
+        (7, None, (7, 7))
     """
 
     rules: Rules
@@ -170,12 +172,13 @@ class Round:
     Build one with :meth:`Round.start` (or :meth:`Match`). Hands are bitmasks over tile
     indices; ``left``/``right`` are the open ends' values, -1 before the opening.
 
-    >>> from block_env import Round, Rules
-    >>> rules = Rules()
-    >>> ts = rules.tile_set
-    >>> rnd = Round.start(rules, [ts.mask_of([(1, 4), (2, 2)]), ts.mask_of([(4, 6), (3, 5)])], lead=0)
-    >>> rnd.step(ts.action((1, 4), 0)) is None, rnd.ends, rnd.legal_actions() == [ts.action((4, 6), 1)]
-    (True, (1, 4), True)
+    Examples:
+        >>> from block_env import Round, Rules
+        >>> rules = Rules()
+        >>> ts = rules.tile_set
+        >>> rnd = Round.start(rules, [ts.mask_of([(1, 4), (2, 2)]), ts.mask_of([(4, 6), (3, 5)])], lead=0)
+        >>> rnd.step(ts.action((1, 4), 0)) is None, rnd.ends, rnd.legal_actions() == [ts.action((4, 6), 1)]
+        (True, (1, 4), True)
     """
 
     __slots__ = (
@@ -233,7 +236,7 @@ class Round:
         """Start a round from dealt ``hands`` (bitmasks, one per seat).
 
         ``lead`` is a seat (a free lead) or ``"heaviest"``: the holder of the heaviest
-        double must lead it (RULES.md: first lead "heaviest").
+        double must lead it (docs/rules.md, first lead "heaviest").
         """
         if lead == "heaviest":
             seat, tile = heaviest_holding(rules.tile_set, hands)
@@ -303,7 +306,7 @@ class Round:
         return None if self.left < 0 else (self.left, self.right)
 
     def legal_actions(self) -> list[int]:
-        """Legal action ids for the seat to move, ascending (CONTRACT.md action layout).
+        """Legal action ids for the seat to move, ascending (docs/environments.md, Actions).
 
         Before the opening every held tile may open, on end 0 only (or just the forced
         heaviest tile); afterwards each tile on each end it matches; the pass only when
@@ -435,7 +438,7 @@ class Round:
         self.moves.append((seat, action))
         n = self.num_players
         if action == self.tiles.pass_action:
-            # RULES.md: must play. A pass proves the seat holds neither end's suit.
+            # docs/rules.md, must play. A pass proves the seat holds neither end's suit.
             self.voids[seat] |= (1 << self.left) | (1 << self.right)
             self.passes += 1
             if self.passes == n:
@@ -477,7 +480,7 @@ class Round:
             assert went_out is not None
             winner: int | None = went_out
             side: int | None = rules.side_of(went_out)
-            # RULES.md domino award: all opponents' pips (a partner's hand is not an opponent's).
+            # docs/rules.md domino award: all opponents' pips (a partner's hand is not an opponent's).
             award = total - side_pips[side]
             if rules.club_doubling and club_tile:
                 award *= 2
@@ -485,7 +488,7 @@ class Round:
         else:
             lowest = min(side_pips)
             if side_pips.count(lowest) > 1:
-                winner = side = None  # RULES.md: a tie for lowest scores nobody
+                winner = side = None  # docs/rules.md, a tie for lowest scores nobody
                 award = 0
             else:
                 side = side_pips.index(lowest)
@@ -513,7 +516,7 @@ class Round:
 def heaviest_holding(tiles: TileSet, hands: Sequence[int]) -> tuple[int, int]:
     """(seat, tile index) of the heaviest double held, else of the heaviest tile held.
 
-    RULES.md first lead "heaviest": [6|6], else [5|5], ...; with no double dealt, the
+    docs/rules.md first lead "heaviest": [6|6], else [5|5], ...; with no double dealt, the
     heaviest tile, ties between equal totals to the tile with the higher half.
     """
     held = 0
@@ -551,19 +554,20 @@ def deal(rules: Rules, rng: random.Random) -> list[int]:
 
 
 class Match:
-    """Rounds dealt until a side reaches the target (RULES.md: match target, later leaders).
+    """Rounds dealt until a side reaches the target (docs/rules.md, match target, later leaders).
 
     ``scores`` are per side. After each round's award the target is checked: reaching or
     passing it wins, excess kept; a tie for the highest qualifying score is a draw.
 
-    >>> from block_env import Match, Rules
-    >>> match = Match(Rules(target=20), seed=3)
-    >>> while not match.is_over:
-    ...     if match.round.result is not None:
-    ...         _ = match.next_round()
-    ...     _ = match.step(match.round.legal_actions()[0])
-    >>> max(match.scores) >= 20
-    True
+    Examples:
+        >>> from block_env import Match, Rules
+        >>> match = Match(Rules(target=20), seed=3)
+        >>> while not match.is_over:
+        ...     if match.round.result is not None:
+        ...         _ = match.next_round()
+        ...     _ = match.step(match.round.legal_actions()[0])
+        >>> max(match.scores) >= 20
+        True
     """
 
     def __init__(
@@ -593,7 +597,7 @@ class Match:
         elif leader is not None:
             lead = leader
         else:
-            lead = self.rng.randrange(rules.num_players)  # RULES.md: first leader by fair lot
+            lead = self.rng.randrange(rules.num_players)  # docs/rules.md, first leader by fair lot
         self.round = Round.start(rules, hands, lead)
 
     @property
@@ -634,7 +638,7 @@ class Match:
 
 
 def next_lead(rules: Rules, previous: Round) -> int | str:
-    """Who leads the round after ``previous`` (RULES.md: later leaders): a seat, or
+    """Who leads the round after ``previous`` (docs/rules.md, later leaders): a seat, or
     "heaviest" (the holder of the heaviest double leads it)."""
     rule = rules.next_lead
     if rule == "heaviest":

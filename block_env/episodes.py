@@ -40,13 +40,14 @@ def play_moves(env: raw_env, players: Sequence[Opponent | None]) -> Iterator[Mov
     """Let ``players`` (one per seat) move in ``env``, yielding each move, until the episode
     ends or the seat to move has no player.
 
-    >>> from block_env import raw_env
-    >>> from block_env.opponents import RandomOpponent
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=1)
-    >>> moves = list(play_moves(env, [RandomOpponent(seed=1), RandomOpponent(seed=2)]))
-    >>> env.episode_over and moves[-1].round_over == env.results[-1]
-    True
+    Examples:
+        >>> from block_env import raw_env
+        >>> from block_env.opponents import RandomOpponent
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=1)
+        >>> moves = list(play_moves(env, [RandomOpponent(seed=1), RandomOpponent(seed=2)]))
+        >>> env.episode_over and moves[-1].round_over == env.results[-1]
+        True
     """
     if len(players) != env.rules.num_players:
         raise ValueError(f"play_moves needs one player per seat ({env.rules.num_players}), got {len(players)}")

@@ -65,11 +65,12 @@ class BlockDominoesEnv(gymnasium.Env):
     ## Version History
     v0: initial release.
 
-    >>> from block_env import BlockDominoesEnv
-    >>> env = BlockDominoesEnv("standard")  # random opponents
-    >>> observation, info = env.reset(seed=0)
-    >>> observation.shape, int(env.action_masks().sum()) >= 1
-    ((121,), True)
+    Examples:
+        >>> from block_env import BlockDominoesEnv
+        >>> env = BlockDominoesEnv("standard")  # random opponents
+        >>> observation, info = env.reset(seed=0)
+        >>> observation.shape, int(env.action_masks().sum()) >= 1
+        ((121,), True)
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}

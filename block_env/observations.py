@@ -111,7 +111,7 @@ class Layout:
 
 def max_moves(rules: Rules) -> int:
     """An upper bound on moves in one round: between placements at most n-1 passes, and a
-    block ends on the n-th; at most T placements (RULES.md: round end)."""
+    block ends on the n-th; at most T placements (docs/rules.md, round end)."""
     return rules.num_players * (rules.tile_set.num_tiles + 1)
 
 
@@ -605,12 +605,13 @@ def decode_observation(
     ``layout`` reads a layout other than the built-in one for ``observation`` (same pieces
     by name, possibly more of them or in another order).
 
-    >>> from block_env import raw_env
-    >>> env = raw_env("standard")
-    >>> env.reset(seed=0)
-    >>> parts = decode_observation(env.observe("player_0"), "standard")
-    >>> len(parts["hand"]), parts["ends"]
-    (7, None)
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> parts = decode_observation(env.observe("player_0"), "standard")
+        >>> len(parts["hand"]), parts["ends"]
+        (7, None)
     """
     rules = resolve_rules(rules)
     layout = layout if layout is not None else layout_for(rules, observation)
@@ -718,7 +719,7 @@ def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, A
     for seat, action in moves:
         if action == ts.pass_action:
             assert ends is not None, "the leader always opens"
-            voids[seat] |= (1 << ends[0]) | (1 << ends[1])  # RULES.md: a pass proves neither end fits
+            voids[seat] |= (1 << ends[0]) | (1 << ends[1])  # docs/rules.md, a pass proves neither end fits
             passes += 1
             continue
         passes = 0

@@ -76,9 +76,10 @@ class RandomOpponent:
     ``"random"`` when they are given no ``opponent_factory`` (``block_env.agents``'
     ``random`` agent plays the same way).
 
-    >>> import numpy as np
-    >>> RandomOpponent(seed=0).act({"action_mask": np.array([0, 1, 0], dtype=np.int8)})
-    1
+    Examples:
+        >>> import numpy as np
+        >>> RandomOpponent(seed=0).act({"action_mask": np.array([0, 1, 0], dtype=np.int8)})
+        1
     """
 
     name = "random"

@@ -1,4 +1,4 @@
-"""The env options' choice lists, in one place (CONTRACT.md: "Environments").
+"""The env options' choice lists, in one place (docs/environments.md, Options).
 
 Rules choices live in :mod:`block_env.rules`; these are the adapters' options. The envs, the
 training configs and the console command import them instead of retyping them.

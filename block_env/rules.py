@@ -1,6 +1,6 @@
-"""The game rules as one frozen, validated dataclass, plus named presets (RULES.md).
+"""The game rules as one frozen, validated dataclass, plus named presets (docs/rules.md).
 
-Every rule choice of RULES.md is a field of :class:`Rules`; env options (episode, reward,
+Every rule choice of docs/rules.md is a field of :class:`Rules`; env options (episode, reward,
 observation, render mode) live elsewhere. ``Rules`` validates itself at construction and
 raises ``ValueError`` naming the field and what it accepts.
 """
@@ -18,13 +18,13 @@ FIRST_LEADS = ("lot", "heaviest")
 NEXT_LEADS = ("rotate", "winner", "heaviest")
 BLOCKED_SCORINGS = ("subtract_own", "others_total")
 MIN_PLAYERS, MAX_PLAYERS = 2, 4
-#: Double-two up to double-twelve; RULES.md uses 6 (default), 8 and 9.
+#: Double-two up to double-twelve; docs/rules.md uses 6 (default), 8 and 9.
 MIN_PIP, MAX_PIP = 2, 12
 
 
 @dataclass(frozen=True)
 class Rules:
-    """The rules of one Block dominoes game (RULES.md; fields per CONTRACT.md).
+    """The rules of one Block dominoes game (docs/rules.md).
 
     Attributes:
         num_players: 2, 3 or 4 seats; turns go clockwise, seat + 1.
@@ -43,14 +43,15 @@ class Rules:
         club_doubling: double the award when the winner goes out with a double or with a
             tile that fitted both open ends.
 
-    >>> from block_env import Rules
-    >>> rules = Rules(num_players=3)
-    >>> rules.resolved_hand_size, rules.resolved_target, rules.tile_set.num_tiles
-    (5, 61, 28)
-    >>> Rules(num_players=5)
-    Traceback (most recent call last):
-    ...
-    ValueError: Rules.num_players must be an int in 2..4, got 5
+    Examples:
+        >>> from block_env import Rules
+        >>> rules = Rules(num_players=3)
+        >>> rules.resolved_hand_size, rules.resolved_target, rules.tile_set.num_tiles
+        (5, 61, 28)
+        >>> Rules(num_players=5)
+        Traceback (most recent call last):
+        ...
+        ValueError: Rules.num_players must be an int in 2..4, got 5
     """
 
     num_players: int = 2
@@ -87,7 +88,7 @@ class Rules:
         check_choice("Rules.next_lead", self.next_lead, NEXT_LEADS)
         check_choice("Rules.blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
 
-    # Resolved values: what None means for these rules (RULES.md defaults table).
+    # Resolved values: what None means for these rules (docs/rules.md defaults table).
     @property
     def resolved_hand_size(self) -> int:
         if self.hand_size is not None:
@@ -150,9 +151,9 @@ def resolve_rules(rules: Rules | str | None) -> Rules:
     raise TypeError(f"rules must be a block_env.Rules, a preset name or None, got {type(rules).__name__}")
 
 
-#: Named presets. "standard" is Pagat's representative game (RULES.md default); "house_*"
-#: are the house rules of seed 001 (heaviest double leads the first hand, the winner leads
-#: the next, blocked wins score the others' total, 100 points for everyone).
+#: Named presets (docs/rules.md, Presets). "standard" is the default game; "house_*" are the
+#: house rules (the heaviest double leads the first round, the winner leads the next, blocked
+#: rounds score the others' total, 100 points for every player count).
 PRESETS: dict[str, Rules] = {
     "standard": Rules(),
     "standard_3p": Rules(num_players=3),

@@ -1,4 +1,4 @@
-"""Tiles, sets and the action layout (CONTRACT.md: "Tiles and actions").
+"""Tiles, sets and the action layout (docs/environments.md, Actions).
 
 A double-N set holds every pair (a, b) with 0 <= a <= b <= N, in canonical order
 (0,0), (0,1), ..., (0,N), (1,1), ..., (N,N). A tile's index is its position in that list,
@@ -14,7 +14,7 @@ from functools import cache
 
 Tile = tuple[int, int]
 
-#: The end a tile is placed on: 0 = left end, 1 = right end (CONTRACT.md).
+#: The end a tile is placed on: 0 = left end, 1 = right end (docs/environments.md).
 LEFT_END = 0
 RIGHT_END = 1
 
@@ -25,16 +25,17 @@ class TileSet:
 
     Build one with :func:`tile_set`, which caches it per ``max_pip``.
 
-    >>> from block_env import tile_set
-    >>> ts = tile_set(6)
-    >>> ts.num_tiles, ts.tiles[:3], ts.describe_action(ts.action((3, 5), 1))
-    (28, ((0, 0), (0, 1), (0, 2)), '[3|5] on right')
+    Examples:
+        >>> from block_env import tile_set
+        >>> ts = tile_set(6)
+        >>> ts.num_tiles, ts.tiles[:3], ts.describe_action(ts.action((3, 5), 1))
+        (28, ((0, 0), (0, 1), (0, 2)), '[3|5] on right')
     """
 
     max_pip: int
     tiles: tuple[Tile, ...]
     index: dict[Tile, int] = field(repr=False)
-    #: pips[i] = a + b for tile i (RULES.md: a hand's total counts both halves).
+    #: pips[i] = a + b for tile i (docs/rules.md, a hand's total counts both halves).
     pips: tuple[int, ...] = field(repr=False)
     #: suit_masks[v] = bitmask of the tiles that carry value v on either half.
     suit_masks: tuple[int, ...] = field(repr=False)
@@ -114,7 +115,7 @@ class TileSet:
 def ends_after(tiles: TileSet, ends: tuple[int, int] | None, action: int) -> tuple[int, int]:
     """The open ends after placing ``action`` (not the pass) on ``ends`` (None: the opening).
 
-    CONTRACT.md: the opening (a, b) gives ends a, b; a tile placed on an end showing v turns
+    docs/environments.md, Actions: the opening (a, b) gives ends a, b; a tile placed on an end showing v turns
     that end to its other half.
     """
     x, y = tiles.tiles[action >> 1]
@@ -140,8 +141,9 @@ def bit_indices(mask: int) -> list[int]:
 def tile_set(max_pip: int) -> TileSet:
     """The double-``max_pip`` set (cached; TileSet is immutable).
 
-    >>> tile_set(9).num_tiles
-    55
+    Examples:
+        >>> tile_set(9).num_tiles
+        55
     """
     if not isinstance(max_pip, int) or max_pip < 0:
         raise ValueError(f"max_pip must be a non-negative int, got {max_pip!r}")

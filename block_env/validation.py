@@ -27,12 +27,13 @@ def is_number(value: Any) -> bool:
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
     """``value`` as an int, or ValueError unless it is an integer in ``low..high`` (either bound may be open).
 
-    >>> check_int("deals", 3, low=1)
-    3
-    >>> check_int("deals", 0, low=1)
-    Traceback (most recent call last):
-    ...
-    ValueError: deals must be an int >= 1, got 0
+    Examples:
+        >>> check_int("deals", 3, low=1)
+        3
+        >>> check_int("deals", 0, low=1)
+        Traceback (most recent call last):
+        ...
+        ValueError: deals must be an int >= 1, got 0
     """
     if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
         raise ValueError(f"{name} must be an int{_range_text(low, high)}, got {value!r}")

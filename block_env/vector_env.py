@@ -1,5 +1,5 @@
-"""N single-agent views stepped together on the batched engine (CONTRACT.md: "Batched
-environments"): a Gymnasium ``VectorEnv`` in one process.
+"""N single-agent views stepped together on the batched engine (docs/environments.md,
+The vector view): a Gymnasium ``VectorEnv`` in one process.
 
 Made by ``gymnasium.make_vec("block_env/BlockDominoes-v0", num_envs=N,
 vectorization_mode="vector_entry_point", ...)`` with the single env's options. Each game has a
@@ -86,11 +86,12 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     information while the actor reads only the first ``layout_for(rules, observation).size``
     values. Opponents still observe the player encoding.
 
-    >>> import gymnasium, block_env
-    >>> envs = gymnasium.make_vec(block_env.GYM_ID, num_envs=4, vectorization_mode="vector_entry_point", opponents=["greedy"])
-    >>> observations, infos = envs.reset(seed=0)
-    >>> observations.shape, envs.action_masks().shape
-    ((4, 121), (4, 57))
+    Examples:
+        >>> import gymnasium, block_env
+        >>> envs = gymnasium.make_vec(block_env.GYM_ID, num_envs=4, vectorization_mode="vector_entry_point", opponents=["greedy"])
+        >>> observations, infos = envs.reset(seed=0)
+        >>> observations.shape, envs.action_masks().shape
+        ((4, 121), (4, 57))
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}

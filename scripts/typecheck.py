@@ -1,9 +1,6 @@
-"""Run pyright (basic mode, the settings in pyproject.toml) on the package as it installs.
-
-agents/, arena/, apps/ and training/ install as block_env subpackages (pyproject's
-package-dir), which a type checker cannot see from the repository's layout. This copies the
-sources into a temporary tree shaped like the installed package, runs pyright there, and
-prints its findings with the repository's paths. Exit status: pyright's.
+"""Run pyright (basic mode, the settings in pyproject.toml) on the package as it installs
+(scripts/package_tree.py), printing its findings with the repository's paths. Exit status:
+pyright's.
 
     python scripts/typecheck.py
 """
@@ -11,7 +8,6 @@ prints its findings with the repository's paths. Exit status: pyright's.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,19 +15,8 @@ from pathlib import Path
 
 import tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
-SUBPACKAGES = ("agents", "arena", "apps", "training")
-
-
-def assemble(into: Path) -> dict[str, str]:
-    """The installed package's shape under ``into``; returns {copied folder: repository folder}."""
-    shutil.copytree(ROOT / "block_env", into / "block_env", ignore=shutil.ignore_patterns("__pycache__"))
-    folders = {str(into / "block_env"): str(ROOT / "block_env")}
-    for name in SUBPACKAGES:
-        target = into / "block_env" / name
-        shutil.copytree(ROOT / name, target, ignore=shutil.ignore_patterns("__pycache__", "pretrained", "web_static"))
-        folders[str(target)] = str(ROOT / name)
-    return folders
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from package_tree import ROOT, assemble  # noqa: E402
 
 
 def main() -> int:

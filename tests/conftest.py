@@ -1,4 +1,4 @@
-"""Shared helpers: scripted scenarios written in the vocabulary of RULES.md."""
+"""Shared helpers: scripted scenarios written in the vocabulary of docs/rules.md."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ clicking, checks the revealed result against the engine, and opens replays.
 
 Needs /usr/bin/chromium and /usr/bin/chromedriver (scripts/test.sh installs them with
 apt-get). Without them the test is skipped, unless BLOCK_ENV_REQUIRE_BROWSER=1 (CI) makes
-that a failure. BLOCK_ENV_SCREENSHOTS=DIR saves the play and replay pages there (README).
+that a failure. BLOCK_ENV_SCREENSHOTS=DIR saves the play and replay pages there (docs/web.md).
 """
 
 from __future__ import annotations

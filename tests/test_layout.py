@@ -1,4 +1,4 @@
-"""The design card's layout holds: imports go one way, shapes have one source, and the
+"""The layout holds: imports go one way, shapes have one source, and the
 wheel built from the repository carries agents/ and training/ as block_env subpackages."""
 
 from __future__ import annotations

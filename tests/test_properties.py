@@ -15,7 +15,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 def reference_legal(rules: Rules, hand: list[tuple[int, int]], ends, forced) -> list[int]:
-    """Legal actions written straight from RULES.md, independently of the engine."""
+    """Legal actions written straight from docs/rules.md, independently of the engine."""
     tiles = list(rules.tile_set.tiles)
     pass_action = 2 * len(tiles)
     if ends is None:  # the opening: any held tile (or the forced one), on end 0

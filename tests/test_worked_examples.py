@@ -1,4 +1,4 @@
-"""Every worked example of RULES.md, played through the real environment."""
+"""Every worked example of docs/rules.md, played through the real environment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from block_env import Rules
 
 NELL = [(6, 6), (4, 6), (2, 4), (1, 5), (0, 3), (2, 2), (1, 1)]
 OMAR = [(3, 6), (4, 4), (5, 5), (1, 3), (0, 2), (1, 6), (0, 5)]
-# The 11 plays of seed 002's sample hand, each with the ends it says follow.
+# The plays of the two-player worked example (docs/rules.md, Worked examples), each with the ends that follow.
 SAMPLE_HAND = [
     (((6, 6), L), (6, 6)),
     (((3, 6), R), (6, 3)),

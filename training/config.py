@@ -163,9 +163,10 @@ class EvalConfig:
 class TrainConfig:
     """One training run. ``rules`` is a preset name or a mapping of Rules fields.
 
-    >>> config = config_from_dict({"total_timesteps": 10_000, "ppo": {"net_arch": [64, 64]}})
-    >>> config.resolved_rules().num_players, config.ppo.net_arch
-    (2, (64, 64))
+    Examples:
+        >>> config = config_from_dict({"total_timesteps": 10_000, "ppo": {"net_arch": [64, 64]}})
+        >>> config.resolved_rules().num_players, config.ppo.net_arch
+        (2, (64, 64))
     """
 
     rules: str | dict[str, Any] = "standard"

@@ -411,7 +411,7 @@ def evaluate_export(
     agent: Path, config: RLlibConfig, opponents: tuple[str, ...], run: Path, address: str | None, progress: bool
 ) -> str:
     """The exported agent against ``opponents`` on ``final_deals`` unseen deals, on the Ray
-    this run joined; the Markdown table (also run/arena.md)."""
+    this run joined; the Markdown table (also written to arena.md in the run folder)."""
     from block_env.arena import evaluate, markdown
 
     report = evaluate(

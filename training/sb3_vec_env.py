@@ -21,10 +21,11 @@ from block_env.vector_env import BlockDominoesVectorEnv
 class BlockDominoesVecEnv(VecEnv):
     """SB3's VecEnv interface over one batched vector env (N games, one process).
 
-    >>> from block_env.agents import make_vector_env
-    >>> vec_env = BlockDominoesVecEnv(make_vector_env(4, "standard", opponents=["greedy"]))
-    >>> vec_env.reset().shape, vec_env.action_masks().shape
-    ((4, 121), (4, 57))
+    Examples:
+        >>> from block_env.agents import make_vector_env
+        >>> vec_env = BlockDominoesVecEnv(make_vector_env(4, "standard", opponents=["greedy"]))
+        >>> vec_env.reset().shape, vec_env.action_masks().shape
+        ((4, 121), (4, 57))
     """
 
     def __init__(self, vector_env: BlockDominoesVectorEnv) -> None:
