@@ -90,7 +90,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, kwargs
 
 
-def make_agent(spec: str, rules: Rules, seed: int | None = None, observation: str = "vector") -> Agent:
+def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str = "vector") -> Agent:
     """Build an agent from a spec string (see the module docstring).
 
     Examples:
@@ -103,6 +103,7 @@ def make_agent(spec: str, rules: Rules, seed: int | None = None, observation: st
         True
     """
     name, kwargs = parse_spec(spec)
+    rules = resolve_rules(rules)
     if name == "policy":
         from block_env.agents.policy import PolicyAgent
 

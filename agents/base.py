@@ -12,7 +12,7 @@ import numpy as np
 
 from block_env.engine import PublicView
 from block_env.observations import read_public_view
-from block_env.rules import Rules
+from block_env.rules import Rules, resolve_rules
 
 Observation = dict[str, np.ndarray]
 
@@ -36,8 +36,8 @@ class Agent(ABC):
 
     name = "agent"
 
-    def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
-        self.rules = rules
+    def __init__(self, rules: Rules | str, seed: int | None = None, observation: str = "vector") -> None:
+        self.rules = resolve_rules(rules)
         self.observation = observation
         self.rng = random.Random(seed)
 

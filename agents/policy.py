@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.files import replace_folder
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS
 from block_env.rules import Rules
@@ -64,7 +65,6 @@ def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, ne
     import torch
 
     folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
     metadata = {
         "format": FORMAT_VERSION,
         "rules": dataclasses.asdict(rules),
@@ -74,8 +74,9 @@ def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, ne
         "net_arch": {k: list(v) for k, v in net_arch.items()},
         "activation": activation,
     }
-    (folder / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
-    torch.save(policy.state_dict(), folder / POLICY_WEIGHTS)
+    with replace_folder(folder) as temporary:  # a crash never leaves a half-written agent
+        (temporary / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
+        torch.save(policy.state_dict(), temporary / POLICY_WEIGHTS)
     return folder
 
 
@@ -210,10 +211,10 @@ class PolicyAgent(Agent):
 
         metadata = load_agent_metadata(path)
         trained = Rules.from_dict(metadata["rules"])
-        if trained != rules or metadata["observation"] != observation:
+        if trained != self.rules or metadata["observation"] != observation:
             raise ValueError(
                 f"{path} was trained for {trained} with the {metadata['observation']!r} encoding; "
-                f"it cannot play {rules} with {observation!r}"
+                f"it cannot play {self.rules} with {observation!r}"
             )
         self.policy = build_policy(metadata)
         load_policy_weights(path, self.policy)

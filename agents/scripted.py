@@ -80,7 +80,7 @@ class GreedyAgent(Agent):
 
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
         super().__init__(rules, seed, observation)
-        self.compiled_policy = greedy_rank(rules)  # the vector env plays it inside its compiled loop
+        self.compiled_policy = greedy_rank(self.rules)  # the vector env plays it inside its compiled loop
 
     def act(self, obs: Observation) -> int:
         return int(self.act_batch(None, obs["action_mask"][None].astype(bool))[0])

@@ -78,12 +78,12 @@ class SearchAgent(Agent):
         if engine not in ENGINES:
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
         self.engine = engine
-        self.prior = StrategicAgent(rules, seed, observation) if prior == "strategic" else None
+        self.prior = StrategicAgent(self.rules, seed, observation) if prior == "strategic" else None
         self.confidence = float(confidence)
         self.worlds = worlds
         self.playout = playout
         self.epsilon = 1.0 if playout == "random" else epsilon
-        ts = rules.tile_set
+        ts = self.rules.tile_set
         # Greedy playout key per action: pips, doubles first; the pass sorts last.
         self._key = [
             (2 * ts.pips[a >> 1] + (ts.tiles[a >> 1][0] == ts.tiles[a >> 1][1])) if a < ts.pass_action else -1

@@ -86,7 +86,7 @@ def sample_hidden_hands(
     return hands
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _playout_kernel(
     games, masks, weights, epsilon, rng_states, owner, left, right, current, low, high, actions
 ):  # pragma: no cover - compiled
@@ -137,7 +137,7 @@ def _playout_kernel(
                 actions[j] = b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, streams, hands):  # pragma: no cover
     size = len(unseen)
     pool = np.empty(size, dtype=np.int64)

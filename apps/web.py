@@ -22,9 +22,15 @@ API (JSON):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 import secrets
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +43,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from block_env.aec import raw_env
-from block_env.agents import Agent, make_agent
+from block_env.agents import Agent, make_agent, parse_spec
 from block_env.apps.replay import explain, replay, replay_round
 from block_env.engine import Round
 from block_env.episodes import Move, play_moves, step
@@ -46,9 +52,19 @@ from block_env.rules import PRESETS, Rules
 from block_env.tiles import bit_indices
 
 STATIC = Path(__file__).with_name("web_static")
-#: Games kept at once; the oldest is dropped beyond this (a local app, not a service).
+#: Games kept at once. A new game first makes room by dropping games idle for IDLE_SECONDS;
+#: when every kept game moved more recently than that, the new game is refused (503).
 MAX_GAMES = 1000
-SUGGESTED_AGENTS = ["random", "greedy", "strategic", "search"]
+#: A game nobody has touched (view, move, replay) for this long may be dropped to make room.
+IDLE_SECONDS = 30 * 60
+#: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
+MAX_BODY_BYTES = 256 * 1024
+#: What a web request may ask of an agent: search's worlds per decision at most this.
+MAX_SEARCH_WORLDS = 1024
+#: Agent move computations run on this many threads, apart from the event loop and from the
+#: threads that serve views, so that slow opponents never hold up another player's requests.
+AGENT_THREADS = 4
+SUGGESTED_AGENTS = ["random", "greedy", "strategic", "search", "pretrained:standard"]
 
 
 class BadRequest(Exception):
@@ -193,33 +209,76 @@ class WebGame:
 
 
 class Games:
-    """The games in play, by id (thread-safe; the oldest dropped beyond ``limit``)."""
+    """The games in play, by id (thread-safe). At most ``limit`` are kept: a new game makes
+    room by dropping the games idle for ``idle_seconds`` or longer (least recently used
+    first), and is refused with 503 when none is; a game in play is never dropped."""
 
-    def __init__(self, limit: int = MAX_GAMES) -> None:
-        self._games: OrderedDict[str, WebGame] = OrderedDict()
+    def __init__(
+        self, limit: int = MAX_GAMES, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._games: OrderedDict[str, WebGame] = OrderedDict()  # least recently used first
+        self._used: dict[str, float] = {}
         self._lock = threading.Lock()
         self.limit = limit
+        self.idle_seconds = idle_seconds
+        self.clock = clock
+
+    def __len__(self) -> int:
+        return len(self._games)
 
     def add(self, game: WebGame) -> None:
         with self._lock:
+            now = self.clock()
+            while len(self._games) >= self.limit:
+                oldest = next(iter(self._games))
+                if now - self._used[oldest] < self.idle_seconds:
+                    raise BadRequest(
+                        f"the server is full: {self.limit} games are in play (a game idle for "
+                        f"{self.idle_seconds:.0f} s makes room); try again later",
+                        503,
+                    )
+                del self._games[oldest], self._used[oldest]
             self._games[game.id] = game
-            while len(self._games) > self.limit:
-                self._games.popitem(last=False)
+            self._used[game.id] = now
 
     def get(self, game_id: str) -> WebGame:
+        """The game, marked as used now (404 if there is none)."""
         with self._lock:
             game = self._games.get(game_id)
+            if game is not None:
+                self._games.move_to_end(game_id)
+                self._used[game_id] = self.clock()
         if game is None:
-            raise BadRequest(f"no game with id {game_id!r} (it may have ended long ago)", 404)
+            raise BadRequest(f"no game with id {game_id!r} (it may have been idle too long)", 404)
         return game
 
 
 # -- request checking ---------------------------------------------------------------------------
 
 
+async def _read_body(request: Request) -> bytes:
+    """The body, read up to MAX_BODY_BYTES: 413 as soon as it is longer (announced or not)."""
+    declared = request.headers.get("content-length")
+    too_long = f"the body is over {MAX_BODY_BYTES} bytes"
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise BadRequest(too_long, 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BadRequest(too_long, 413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
+    raw = await _read_body(request)
     try:
-        body = await request.json()
+        body = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadRequest("the body must be UTF-8 JSON") from None
+    except RecursionError:
+        raise BadRequest("the body's JSON is nested too deeply") from None
     except ValueError:
         raise BadRequest("the body must be JSON") from None
     if not isinstance(body, dict):
@@ -240,9 +299,23 @@ def _int(body: dict[str, Any], key: str, default: int | None, low: int, high: in
     return value
 
 
+def check_web_spec(spec: str) -> None:
+    """Refuse an agent spec a web request may not ask for: a human (you are the human), or
+    a search budget over MAX_SEARCH_WORLDS worlds per decision."""
+    try:
+        name, options = parse_spec(spec)
+    except ValueError as e:
+        raise BadRequest(f"opponent {spec!r}: {e}") from None
+    if name == "human":
+        raise BadRequest("'human' cannot be an opponent here: you are the human")
+    worlds = options.get("worlds")
+    if name == "search" and isinstance(worlds, int) and worlds > MAX_SEARCH_WORLDS:
+        raise BadRequest(f"opponent {spec!r}: a web game's search plays at most {MAX_SEARCH_WORLDS} worlds", 422)
+
+
 def new_game(body: dict[str, Any]) -> WebGame:
     preset = body.get("preset", "standard")
-    if preset not in PRESETS:
+    if not isinstance(preset, str) or preset not in PRESETS:
         raise BadRequest(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     rules = PRESETS[preset]
     episode = body.get("episode", "round")
@@ -257,8 +330,8 @@ def new_game(body: dict[str, Any]) -> WebGame:
         isinstance(opponents, list) and 1 <= len(opponents) <= n - 1 and all(isinstance(o, str) for o in opponents)
     ):
         raise BadRequest(f"'opponents' must be a list of 1 to {n - 1} agent specs (strings), got {opponents!r}")
-    if "human" in opponents:
-        raise BadRequest("'human' cannot be an opponent here: you are the human")
+    for spec in opponents:
+        check_web_spec(spec)
     specs = [opponents[i % len(opponents)] for i in range(n - 1)]
     agents: list[Agent | None] = []
     names = []
@@ -291,6 +364,12 @@ def _game(request: Request) -> WebGame:
     return _games(request).get(request.path_params["game_id"])
 
 
+async def _on_agent_threads(request: Request, work: Callable[[], Any]) -> Any:
+    """Run ``work`` (which lets agents move) on the app's bounded agent threads."""
+    pool: ThreadPoolExecutor = request.app.state.agent_threads
+    return await asyncio.get_running_loop().run_in_executor(pool, work)
+
+
 def _locked(game: WebGame, read: Any) -> Any:
     with game.lock:  # a move in progress (an agent thinking) finishes first
         return read()
@@ -314,7 +393,7 @@ async def create(request: Request) -> JSONResponse:
             games.add(game)
             return game.view(events)
 
-    return JSONResponse(await run_in_threadpool(start), status_code=201)
+    return JSONResponse(await _on_agent_threads(request, start), status_code=201)
 
 
 async def show(request: Request) -> JSONResponse:
@@ -347,7 +426,7 @@ async def move(request: Request) -> JSONResponse:
                 raise BadRequest(str(e), 422) from None
             return game.view(events)
 
-    return JSONResponse(await run_in_threadpool(play))
+    return JSONResponse(await _on_agent_threads(request, play))
 
 
 async def next_round(request: Request) -> JSONResponse:
@@ -361,7 +440,7 @@ async def next_round(request: Request) -> JSONResponse:
             game.paused = False
             return game.view(game.play_opponents())
 
-    return JSONResponse(await run_in_threadpool(deal))
+    return JSONResponse(await _on_agent_threads(request, deal))
 
 
 async def game_replay(request: Request) -> JSONResponse:
@@ -411,8 +490,15 @@ def create_app(games: Games | None = None) -> Starlette:
         >>> client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code
         201
     """
-    app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        app.state.agent_threads.shutdown(wait=False, cancel_futures=True)
+
+    app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse}, lifespan=lifespan)
     app.state.games = Games() if games is None else games
+    app.state.agent_threads = ThreadPoolExecutor(max_workers=AGENT_THREADS, thread_name_prefix="agents")
     return app
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from block_env.agents import parse_spec
 from block_env.options import EPISODES
-from block_env.rules import Rules
-from block_env.validation import check_choice
+from block_env.rules import Rules, resolve_rules
+from block_env.validation import check_choice, check_int
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ArenaConfig:
     """
 
     agents: tuple[str, ...]
-    rules: Rules = field(default_factory=Rules)
+    rules: Rules = field(default_factory=Rules)  # a preset name is turned into its Rules
     episode: str = "round"
     deals: int = 100
     seed: int = 0
@@ -33,6 +33,8 @@ class ArenaConfig:
     record: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", resolve_rules(self.rules))  # a preset name is fine too
+        object.__setattr__(self, "agents", tuple(self.agents))
         if len(self.agents) < 2:
             raise ValueError(f"the arena needs at least 2 agents, got {list(self.agents)}")
         if len(set(self.agents)) != len(self.agents):
@@ -42,10 +44,9 @@ class ArenaConfig:
             if name == "human":
                 raise ValueError("the arena plays unattended: use `block-dominoes play` for a human")
         check_choice("episode", self.episode, EPISODES)
-        if not isinstance(self.deals, int) or self.deals < 1:
-            raise ValueError(f"deals must be a positive int, got {self.deals!r}")
-        if not isinstance(self.workers, int) or self.workers < 1:
-            raise ValueError(f"workers must be a positive int, got {self.workers!r}")
+        check_int("deals", self.deals, low=1)
+        check_int("seed", self.seed, low=0)
+        check_int("workers", self.workers, low=1)
 
 
 def tables(num_agents: int, rules: Rules) -> list[tuple[int, ...]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from block_env.arena.config import ArenaConfig
+from block_env.files import write_atomically
 
 #: The file in an arena's output folder that holds every finished deal's records.
 RECORDS_FILE = "records.jsonl"
@@ -60,14 +61,3 @@ def append_deal(path: Path, deal: int, records: list[dict[str, Any]]) -> None:
         f.write(json.dumps({"deal": deal, "records": records}) + "\n")
         f.flush()
         os.fsync(f.fileno())
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so that a crash leaves
-    the old file or the new one, never half of one."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)

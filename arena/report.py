@@ -4,6 +4,7 @@ files they are written to (Markdown, CSV, JSON and a chart)."""
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 from dataclasses import asdict, dataclass
@@ -13,6 +14,7 @@ from typing import Any
 from block_env.arena.config import ArenaConfig
 from block_env.arena.stats import NOT_MET, Estimate, mean_ci
 from block_env.engine import RoundResult
+from block_env.files import save_atomically, write_atomically
 from block_env.rules import PRESETS, Rules
 
 
@@ -196,45 +198,7 @@ def write_outputs(report: ArenaReport, out: str | Path) -> dict[str, Path]:
         "json": folder / "report.json",
         "chart": folder / "chart.png",
     }
-    paths["markdown"].write_text(markdown(report))
-    with paths["csv"].open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(
-            [
-                "agent",
-                "seat_rounds",
-                "round_win_rate",
-                "round_win_low",
-                "round_win_high",
-                "points_per_round",
-                "points_low",
-                "points_high",
-                "net_per_round",
-                "net_low",
-                "net_high",
-                "match_win_rate",
-                "match_win_low",
-                "match_win_high",
-                "rating",
-                "rating_mu",
-                "rating_sigma",
-            ]
-        )
-        for a in report.ranked():
-            m = a.match_win_rate
-            writer.writerow(
-                [
-                    a.agent,
-                    a.seat_rounds,
-                    *_triple(a.round_win_rate),
-                    *_triple(a.points_per_round),
-                    *_triple(a.net_per_round),
-                    *(_triple(m) if m else ["", "", ""]),
-                    round(a.rating, 4),
-                    round(a.rating_mu, 4),
-                    round(a.rating_sigma, 4),
-                ]
-            )
+    write_atomically(paths["markdown"], markdown(report))
     cfg = report.config
     payload = {
         "config": {**asdict(cfg), "rules": asdict(cfg.rules), "agents": list(cfg.agents)},
@@ -242,9 +206,53 @@ def write_outputs(report: ArenaReport, out: str | Path) -> dict[str, Path]:
         "head_to_head": {a: {b: asdict(e) for b, e in row.items()} for a, row in report.head_to_head.items()},
         "records": report.records,
     }
-    paths["json"].write_text(json.dumps(payload, indent=1))
+    write_atomically(paths["csv"], _csv_text(report))
+    write_atomically(paths["json"], json.dumps(payload, indent=1))
     _chart(report, paths["chart"])
     return paths
+
+
+def _csv_text(report: ArenaReport) -> str:
+    """summary.csv: one row per agent, each estimate as mean, low and high."""
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(
+        [
+            "agent",
+            "seat_rounds",
+            "round_win_rate",
+            "round_win_low",
+            "round_win_high",
+            "points_per_round",
+            "points_low",
+            "points_high",
+            "net_per_round",
+            "net_low",
+            "net_high",
+            "match_win_rate",
+            "match_win_low",
+            "match_win_high",
+            "rating",
+            "rating_mu",
+            "rating_sigma",
+        ]
+    )
+    for a in report.ranked():
+        m = a.match_win_rate
+        writer.writerow(
+            [
+                a.agent,
+                a.seat_rounds,
+                *_triple(a.round_win_rate),
+                *_triple(a.points_per_round),
+                *_triple(a.net_per_round),
+                *(_triple(m) if m else ["", "", ""]),
+                round(a.rating, 4),
+                round(a.rating_mu, 4),
+                round(a.rating_sigma, 4),
+            ]
+        )
+    return table.getvalue()
 
 
 def _triple(e: Estimate) -> list[float]:
@@ -273,5 +281,5 @@ def _chart(report: ArenaReport, path: Path) -> None:
         ax.grid(axis="x", alpha=0.3)
     cfg = report.config
     fig.suptitle(f"{_rules_text(cfg.rules)}, {cfg.episode} episodes, {cfg.deals} duplicate deals")
-    fig.savefig(path, dpi=110)
+    save_atomically(path, lambda temporary: fig.savefig(temporary, dpi=110, format="png"))
     plt.close(fig)

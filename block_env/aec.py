@@ -259,6 +259,10 @@ class raw_env(AECEnv):
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self.agent_selection = self.possible_agents[self._engine.round.current]
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        self._match("last()")
+        return super().last(observe)
+
     def step(self, action: Any) -> None:
         match = self._match("step()")
         if not self.agents:

@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from block_env.options import EPISODES, REWARDS
-from block_env.rules import Rules
+from block_env.rules import Rules, resolve_rules
 from block_env.validation import check_choice
 
 #: ``owner`` codes besides seats.
@@ -206,11 +206,11 @@ class BatchedGames:
         seed: seeds the deals and lots (numpy's PCG64 draws one splitmix64 seed per deal); ``reset(seed)`` reseeds.
     """
 
-    def __init__(self, rules: Rules, num_games: int, *, episode: str = "round", seed: int | None = None) -> None:
+    def __init__(self, rules: Rules | str, num_games: int, *, episode: str = "round", seed: int | None = None) -> None:
         if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
             raise ValueError(f"num_games must be a positive int, got {num_games!r}")
         check_choice("episode", episode, EPISODES)
-        self.rules = rules
+        self.rules = rules = resolve_rules(rules)
         self.tables = tables(rules)
         self.num_games = int(num_games)
         self.episode = episode
@@ -493,9 +493,10 @@ def random_legal_actions(masks: np.ndarray, rng: np.random.Generator) -> np.ndar
 
 
 # -- compiled kernels: one loop over the selected games, every rule as in engine.Round ------------
+# nogil: the kernels touch no Python object, so other threads (a server's requests) run meanwhile.
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
     """out[j]: the int(uniforms[j] * count)-th legal action of row j, in action order."""
     legal = np.empty(masks.shape[1], dtype=np.int64)
@@ -507,7 +508,7 @@ def _random_legal_kernel(masks, uniforms, out):  # pragma: no cover - compiled
         out[j] = legal[int(uniforms[j] * count)] if count else -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _legal_kernel(games, owner, left, right, current, forced, over, low, high, mask):  # pragma: no cover - compiled
     """Row j of ``mask``: the legal actions of game games[j]'s seat to move."""
     for j in range(len(games)):
@@ -541,7 +542,7 @@ def _legal_row(g, owner, left, right, current, forced, low, high, row):  # pragm
     return max(count, 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _deal_kernel(
     games,
     seeds,
@@ -606,7 +607,7 @@ def _deal_kernel(
         over[g] = False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _move_kernel(
     games, actions, choose, learners, skip_forced, seat_policies, ranks, uniform, streams, status, state, constants, out
 ):  # pragma: no cover - compiled
@@ -816,7 +817,7 @@ def _move_kernel(
     return ended
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def next_random(rng_state):  # pragma: no cover - compiled
     """splitmix64: a uniform float in [0, 1) and the next state."""
     rng_state = rng_state + np.uint64(0x9E3779B97F4A7C15)

@@ -127,10 +127,12 @@ def _train_overrides(args: argparse.Namespace) -> dict:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
-    from block_env.training.train import train
+    from block_env.training.train import latest_checkpoint, train
 
     config = load_config(args.config, _train_overrides(args))
-    summary = train(config, _output_folder(args.out), resume=args.resume, progress=not args.quiet)
+    out = _output_folder(args.out)
+    resume = latest_checkpoint(out) if args.resume == "latest" else args.resume
+    summary = train(config, out, resume=resume, progress=not args.quiet)
     print(json.dumps(summary, indent=2))
     return 130 if summary.get("interrupted") else 0
 
@@ -167,7 +169,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     summary = result.training
     if result.report is None:
-        print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume CHECKPOINT")
+        print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume latest")
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
     print(markdown(result.report))
@@ -280,7 +282,9 @@ def _add_train(sub: Any) -> None:
         p.add_argument("--seed", type=_seed_arg, default=None, help="override the config's seed")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         if name == "train":
-            p.add_argument("--resume", default=None, help="checkpoint .zip to continue from")
+            p.add_argument(
+                "--resume", default=None, help="checkpoint .zip to continue from, or 'latest' (the newest in --out)"
+            )
         else:
             p.add_argument("--workers", type=_positive_int, default=default_workers(), help="arena processes")
         p.set_defaults(func=func)

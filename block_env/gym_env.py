@@ -40,7 +40,10 @@ class BlockDominoesEnv(gymnasium.Env):
     ## Starting State
     A fresh deal; the learner sits at ``learner_seat`` (or a seat drawn per episode when
     None); each other seat gets an opponent drawn from ``opponents``. Opponents move until
-    it is the learner's turn.
+    it is the learner's turn. A deal whose round ends before the learner's first decision
+    (its moves all forced, or opponents who go out first) is dealt again, with a new seat
+    and opponents; a scripted deal (``reset(options={"hands": ...})``) is played again
+    from its start. After 100 such deals in a row reset raises ValueError.
 
     ## Rewards
     The AEC env's reward mode (``reward``: "zero_sum", "points" or "win_loss") for the
@@ -119,7 +122,7 @@ class BlockDominoesEnv(gymnasium.Env):
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool (takes effect at the next reset). Used by self-play to
         add frozen snapshots of the learner as training goes on."""
-        self.opponents = resolve_opponents(opponents, self.opponent_factory)
+        self.opponents = resolve_opponents(opponents, self.opponent_factory, self.rules, self.observation)
 
     # -- gymnasium API ------------------------------------------------------------------
 
@@ -142,6 +145,13 @@ class BlockDominoesEnv(gymnasium.Env):
             self._advance()
             if not self._episode_over:
                 break
+        else:
+            self._ready = False
+            what = "the scripted deal (options['hands'])" if options is not None else "every deal"
+            raise ValueError(
+                f"{what} ended before the learner's first decision {MAX_REDEALS} times in a row "
+                "(each time with a new learner seat and opponents): the learner never plays it; reset() again"
+            )
         self._ready = True
         return self._observe(), self._info()
 

@@ -460,7 +460,7 @@ COMPILED_PIECES = (
 )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _encode_kernel(  # pragma: no cover - compiled
     owner, opening, voids, left, right, current, over, leader, counts, passes, scores, moves, move_seats,
     num_moves, g, seats, side_of, num_suits, target, pass_action, at, move_columns, out,
@@ -686,9 +686,10 @@ def _decode_moves(rules: Rules, v: dict[str, np.ndarray]) -> list[tuple[int, int
     return moves
 
 
-def read_public_view(obs: dict[str, np.ndarray], rules: Rules, observation: str = "vector") -> PublicView:
+def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation: str = "vector") -> PublicView:
     """What the observing seat knows, read from its observation dict (either encoding) alone:
     the same :class:`PublicView` that ``Round.public_view`` gives from the engine."""
+    rules = resolve_rules(rules)
     d = decode_observation(obs["observation"], rules, observation=observation)
     ts = rules.tile_set
     return PublicView(

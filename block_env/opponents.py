@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from block_env.batched import random_legal_actions
+from block_env.rules import Rules
 
 
 @runtime_checkable
@@ -105,13 +106,20 @@ class RandomOpponent:
 OpponentFactory = Callable[[str], Opponent]
 
 
-def resolve_opponents(opponents: object, factory: OpponentFactory | None) -> list[Opponent]:
-    """A non-empty opponent pool from Opponents and spec strings (strings need ``factory``)."""
+def resolve_opponents(
+    opponents: object, factory: OpponentFactory | None, rules: Rules | None = None, observation: str | None = None
+) -> list[Opponent]:
+    """A non-empty opponent pool from Opponents and spec strings (strings need ``factory``).
+
+    An opponent that says which rules and encoding it was built for (``rules`` and
+    ``observation`` attributes, as every agent has) must match the env's: ValueError now,
+    rather than a wrong decision mid-episode."""
     if isinstance(opponents, (str, Opponent)) or not isinstance(opponents, (list, tuple)) or not opponents:
         raise ValueError(f"opponents must be a non-empty sequence of agent specs or agents, got {opponents!r}")
     pool: list[Opponent] = []
     for i, opponent in enumerate(opponents):
         if isinstance(opponent, Opponent):
+            _check_built_for(i, opponent, rules, observation)
             pool.append(opponent)
         elif isinstance(opponent, str):
             if factory is None and opponent == RandomOpponent.name:
@@ -129,3 +137,15 @@ def resolve_opponents(opponents: object, factory: OpponentFactory | None) -> lis
                 f"opponents[{i}] must be an agent spec string or have act(obs) and reset(seed), got {opponent!r}"
             )
     return pool
+
+
+def _check_built_for(index: int, opponent: Opponent, rules: Rules | None, observation: str | None) -> None:
+    built_rules = getattr(opponent, "rules", None)
+    if rules is not None and isinstance(built_rules, Rules) and built_rules != rules:
+        raise ValueError(f"opponents[{index}] ({opponent!r}) was built for {built_rules}, but this env plays {rules}")
+    built_observation = getattr(opponent, "observation", None)
+    if observation is not None and isinstance(built_observation, str) and built_observation != observation:
+        raise ValueError(
+            f"opponents[{index}] ({opponent!r}) reads the {built_observation!r} encoding, "
+            f"but this env observes {observation!r}"
+        )

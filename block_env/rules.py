@@ -123,6 +123,8 @@ class Rules:
     @classmethod
     def preset(cls, name: str) -> Rules:
         """A named preset (see :data:`PRESETS`); ValueError lists the names if unknown."""
+        if not isinstance(name, str):
+            raise ValueError(f"a rules preset is named by a string, got {name!r} ({type(name).__name__})")
         try:
             return PRESETS[name]
         except KeyError:

@@ -151,7 +151,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool. Games mid-episode keep each seat's pool index (modulo
         the new pool's size); every new episode draws its opponents from the new pool."""
-        pool = resolve_opponents(opponents, self.opponent_factory)
+        pool = resolve_opponents(opponents, self.opponent_factory, self.rules, self.observation)
         if hasattr(self, "seat_opponents"):
             self.seat_opponents %= len(pool)
         self.opponents = pool

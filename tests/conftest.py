@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import signal
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -139,3 +141,20 @@ def assert_same_decisions_under_redeals(spec: str, rules: Rules, seeds: int = 12
         assert make_agent(spec, rules, seed=11).act(a) == make_agent(spec, rules, seed=11).act(b)
         checked += 1
     assert checked >= 5
+
+
+def default_sigint() -> None:
+    """A subprocess's preexec_fn: a background job of a non-interactive shell starts with SIGINT
+    ignored, and Python keeps ignoring it; restore the default so Ctrl-C reaches the command."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def signal_when(process, sig: int, ready, timeout: float = 240) -> int:
+    """Send ``sig`` to ``process`` once ``ready()`` holds; its exit code."""
+    deadline = time.time() + timeout
+    while not ready():
+        assert process.poll() is None, process.communicate()
+        assert time.time() < deadline, "the run never got far enough to signal"
+        time.sleep(0.2)
+    process.send_signal(sig)
+    return process.wait(timeout=120)

@@ -126,7 +126,7 @@ def test_arena_is_seeded_and_parallel_runs_agree(tmp_path):
         ({"agents": ("random", "random")}, "distinct"),
         ({"agents": ("random", "human")}, "unattended"),
         ({"agents": ("random", "wizard")}, "unknown agent 'wizard'"),
-        ({"agents": ("random", "greedy"), "deals": 0}, "deals must be a positive int"),
+        ({"agents": ("random", "greedy"), "deals": 0}, "deals must be an int >= 1"),
         ({"agents": ("random", "greedy"), "episode": "game"}, "episode must be one of"),
     ],
 )

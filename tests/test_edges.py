@@ -9,13 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import round_of
+from conftest import default_sigint, round_of, signal_when
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -255,22 +254,6 @@ def test_cli_user_errors_are_one_line_and_exit_2(args, message, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def _default_sigint():
-    # A background job of a non-interactive shell starts with SIGINT ignored, and Python then
-    # keeps ignoring it: restore the default so Ctrl-C reaches the command under test.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _interrupt_when(process, ready, timeout=240):
-    deadline = time.time() + timeout
-    while not ready():
-        assert process.poll() is None, process.communicate()
-        assert time.time() < deadline, "the run never got far enough to interrupt"
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    return process.wait(timeout=120)
-
-
 def test_an_interrupted_arena_resumes_to_the_uninterrupted_numbers(tmp_path):
     args = ["eval", "--agents", "random", "greedy", "strategic", "--deals", "300", "--seed", "4", "--workers", "1"]
     whole = tmp_path / "whole"
@@ -281,10 +264,10 @@ def test_an_interrupted_arena_resumes_to_the_uninterrupted_numbers(tmp_path):
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     records = cut / "records.jsonl"
-    code = _interrupt_when(process, lambda: records.exists() and len(records.read_text().splitlines()) > 20)
+    code = signal_when(process, signal.SIGINT, lambda: records.exists() and len(records.read_text().splitlines()) > 20)
     assert code == 130
     finished = len(records.read_text().splitlines()) - 1
     assert 20 <= finished < 300
@@ -303,10 +286,10 @@ def test_ctrl_c_during_training_leaves_a_resumable_checkpoint(tmp_path):
         stdout=subprocess.PIPE,
         text=True,
         env=os.environ,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     curve = out / "learning_curve.csv"
-    code = _interrupt_when(process, lambda: curve.exists() and len(curve.read_text().splitlines()) >= 3)
+    code = signal_when(process, signal.SIGINT, lambda: curve.exists() and len(curve.read_text().splitlines()) >= 3)
     assert code == 130
     summary = json.loads((out / "training.json").read_text())
     assert summary["interrupted"] and summary["timesteps"] >= 256

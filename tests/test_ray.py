@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +23,9 @@ from block_env.arena import evaluate  # noqa: E402
 from block_env.arena.ray import batch_size  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
 from block_env.training.config import PPOConfig  # noqa: E402
-from block_env.training.rllib import RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
+from block_env.training.rllib import PROGRESS, RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
+
+CLI = [sys.executable, "-m", "block_env.cli"]
 
 # One local Ray per test process: the tests of this module run in one xdist worker.
 pytestmark = pytest.mark.xdist_group("ray")
@@ -92,7 +98,7 @@ def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path
         train_rllib(config, run, progress=False)
     second = train_rllib(dataclasses.replace(config, iterations=2), run, resume=True, progress=False)
     assert second["env_steps"] > first["env_steps"]  # continued, not restarted
-    assert json.loads((run / "progress.json").read_text())["iteration"] == 2
+    assert json.loads((run / "checkpoint" / PROGRESS).read_text())["iteration"] == 2
     agent_plays_legal_round(make_agent(f"policy:{run / 'agent'}", PRESETS["standard"]), "standard", seed=1)
 
 
@@ -123,3 +129,107 @@ def test_rllib_config_errors_name_the_key(tmp_path):
     path.write_text("colour: red\n")
     with pytest.raises(ValueError, match=r"unknown config key\(s\) colour"):
         RLlibConfig.load(path)
+
+
+# -- faults: killed processes -------------------------------------------------------------------
+
+ARENA = ["eval", "--agents", "greedy", "random", "strategic", "--deals", "240", "--seed", "5"]
+
+
+def _processes_titled(prefix: str) -> list[int]:
+    """Pids whose command line starts with ``prefix`` (Ray titles a worker by its task)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(prefix.encode()):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _kill_group(process):
+    """The driver and every process it started (its local Ray), however the test ends."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("undisturbed")
+    done = subprocess.run(
+        [*CLI, *ARENA, "--workers", "1", "--quiet", "--out", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+def test_a_ray_worker_killed_mid_run_is_retried_to_the_undisturbed_numbers(tmp_path, undisturbed):
+    out = tmp_path / "ray"
+    process = subprocess.Popen(
+        [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 240
+        while not (workers := _processes_titled("ray::_play_batch")):
+            assert process.poll() is None, process.stderr.read()[-2000:] if process.stderr else ""
+            assert time.time() < deadline, "no Ray worker ever ran a batch"
+            time.sleep(0.05)
+        os.kill(workers[0], signal.SIGKILL)
+        assert process.wait(timeout=300) == 0
+    finally:
+        _kill_group(process)
+    for name in ("summary.md", "summary.csv"):
+        assert (out / name).read_text() == (undisturbed / name).read_text()
+
+
+def test_a_killed_ray_driver_resumes_to_the_undisturbed_numbers(tmp_path, undisturbed):
+    out = tmp_path / "ray"
+    command = [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    records = out / "records.jsonl"
+    try:
+        deadline = time.time() + 240
+        while not (records.exists() and len(records.read_text().splitlines()) > 10):
+            assert process.poll() is None and time.time() < deadline
+            time.sleep(0.05)
+    finally:
+        _kill_group(process)  # the driver and its local Ray, at once
+    assert len(records.read_text().splitlines()) - 1 < 240
+    done = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in ("summary.md", "summary.csv"):
+        assert (out / name).read_text() == (undisturbed / name).read_text()
+
+
+def test_train_rllib_killed_resumes_from_its_last_checkpoint(tmp_path):
+    config = tmp_path / "rllib.yaml"
+    config.write_text(
+        "envs_per_runner: 2\nnum_env_runners: 0\nsnapshots: 1\nsnapshot_every: 1\ncheckpoint_every: 1\n"
+        "final_deals: 2\nppo: {n_steps: 100, batch_size: 100, n_epochs: 1, net_arch: [16]}\n"
+    )
+    run = tmp_path / "run"
+    command = [*CLI, "train-rllib", "--config", str(config), "--out", str(run), "--quiet", "--evaluate", "random"]
+    process = subprocess.Popen(
+        [*command, "--iterations", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    progress = run / "checkpoint" / PROGRESS
+    try:
+        deadline = time.time() + 300
+        while not (progress.exists() and json.loads(progress.read_text())["iteration"] >= 2):
+            assert process.poll() is None and time.time() < deadline
+            time.sleep(0.2)
+    finally:
+        _kill_group(process)
+    reached = json.loads(progress.read_text())["iteration"]
+    done = subprocess.run([*command, "--iterations", str(reached + 1), "--resume"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(progress.read_text())["iteration"] == reached + 1  # continued, not restarted
+    assert (run / "agent" / "agent.json").is_file()

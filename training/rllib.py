@@ -28,6 +28,7 @@ from block_env.aec import raw_env
 from block_env.agents.policy import build_policy, policy_shape, save_agent
 from block_env.agents.scripted import greedy_rank
 from block_env.batched import random_legal_actions
+from block_env.files import replace_folder
 from block_env.options import ENCODINGS
 from block_env.rules import PRESETS, Rules
 from block_env.seeding import derive_seed
@@ -37,6 +38,8 @@ from block_env.validation import check_choice, check_int, check_number
 MAIN = "main"
 SCRIPTED = ("random", "greedy")
 CHECKPOINT = "checkpoint"
+#: The file in the checkpoint folder with the iterations and env steps it holds.
+PROGRESS = "block_env_progress.json"
 EXPORT = "agent"
 
 
@@ -354,11 +357,11 @@ def train_rllib(
     start_iteration = start_steps = 0
     if resume:
         algorithm.restore_from_path(str(checkpoint))
-        done = json.loads((run / "progress.json").read_text())
+        done = json.loads((checkpoint / PROGRESS).read_text())
         start_iteration, start_steps = int(done["iteration"]), int(done["env_steps"])
     started = time.time()
     steps = run_iterations(algorithm, config, run, checkpoint, start_iteration, start_steps, progress)
-    _checkpoint(algorithm, checkpoint, run, config.iterations, steps)
+    _checkpoint(algorithm, checkpoint, config.iterations, steps)
     seconds = time.time() - started
     agent = export_agent(algorithm.get_module(MAIN), config, run / EXPORT)
     algorithm.stop()
@@ -398,7 +401,7 @@ def run_iterations(
                 slot = f"snapshot_{((iteration + 1) // config.snapshot_every - 1) % config.snapshots}"
                 refresh_snapshot(algorithm, slot)
             if config.checkpoint_every and (iteration + 1) % config.checkpoint_every == 0:
-                _checkpoint(algorithm, checkpoint, run, iteration + 1, steps)
+                _checkpoint(algorithm, checkpoint, iteration + 1, steps)
             shown = returns if returns is None else round(returns, 3)
             bar(f"iteration {iteration + 1}/{config.iterations}: main return {shown}")
     finally:
@@ -427,9 +430,13 @@ def evaluate_export(
     return table
 
 
-def _checkpoint(algorithm: Any, checkpoint: Path, run: Path, iteration: int, env_steps: int) -> None:
-    algorithm.save_to_path(str(checkpoint))
-    (run / "progress.json").write_text(json.dumps({"iteration": iteration, "env_steps": env_steps}) + "\n")
+def _checkpoint(algorithm: Any, checkpoint: Path, iteration: int, env_steps: int) -> None:
+    """RLlib's checkpoint with the iteration and env steps it holds, swapped in whole: a run
+    killed while saving resumes from the previous checkpoint, with that checkpoint's count."""
+    with replace_folder(checkpoint) as temporary:
+        algorithm.save_to_path(str(temporary))
+        progress = json.dumps({"iteration": iteration, "env_steps": env_steps}) + "\n"
+        (temporary / PROGRESS).write_text(progress)
 
 
 def _bar(enabled: bool, total: int) -> Any:

@@ -9,6 +9,7 @@ learn, write the outputs. ``block-dominoes train --config configs/default.yaml``
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import shutil
@@ -29,6 +30,7 @@ from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.policy import activation_class, policy_shape, save_agent
 from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.episodes import play_moves
+from block_env.files import replace_folder, save_atomically, write_atomically
 from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for
 from block_env.seeding import derive_seed
@@ -153,8 +155,19 @@ def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, 
     so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
     from stable_baselines3.common.utils import ConstantSchedule
 
-    with zipfile.ZipFile(path) as archive:
-        data = json.loads(archive.read("data").decode())
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read("data").decode())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such checkpoint") from None
+    except zipfile.BadZipFile:
+        raise ValueError(f"{path} is not a checkpoint: not a zip file") from None
+    except KeyError:
+        raise ValueError(f"{path} is not a stable-baselines3 checkpoint: it has no 'data' entry") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: its 'data' entry is not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: its 'data' entry is not a JSON object")
     known: dict[str, Any] = {
         "policy_class": policy_class(config),
         "policy_kwargs": policy_kwargs(config),
@@ -363,7 +376,7 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(paths.curve_png, dpi=110)
+    save_atomically(paths.curve_png, lambda temporary: fig.savefig(temporary, dpi=110, format="png"))
     plt.close(fig)
 
 
@@ -437,17 +450,16 @@ class EvaluateCallback(BaseCallback):
             if key != "timesteps":
                 self.logger.record(f"eval/{key}", value)
         self.logger.dump(self.num_timesteps)
-        new_file = not paths.curve_csv.exists()
-        with paths.curve_csv.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(row))
-            if new_file:
-                writer.writeheader()
-            writer.writerow(row)
+        rows = list(csv.DictReader(paths.curve_csv.open())) if paths.curve_csv.exists() else []
+        table = io.StringIO(newline="")
+        writer = csv.DictWriter(table, fieldnames=list(row))
+        writer.writeheader()
+        writer.writerows([*rows, row])
+        write_atomically(paths.curve_csv, table.getvalue())  # a crash keeps every earlier point
         if row["mean_margin"] > self.best:
             self.best = row["mean_margin"]
-            if paths.agent(BEST).exists():
-                shutil.rmtree(paths.agent(BEST))
-            shutil.copytree(latest, paths.agent(BEST))
+            with replace_folder(paths.agent(BEST)) as best:
+                shutil.copytree(latest, best, dirs_exist_ok=True)
 
 
 def opponent_pool(config: TrainConfig, paths: RunPaths, with_snapshots: bool = True) -> list[str]:
@@ -459,13 +471,44 @@ def opponent_pool(config: TrainConfig, paths: RunPaths, with_snapshots: bool = T
     return pool or ["random"]  # self-play only, before the first snapshot
 
 
-def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> list[Any]:
-    from stable_baselines3.common.callbacks import CheckpointCallback
+class CheckpointCallback(BaseCallback):
+    """Every ``checkpoint_every`` steps, a resumable checkpoint ``checkpoints/ppo_STEPS_steps.zip``,
+    written atomically: a process killed while saving leaves the previous checkpoints whole."""
 
-    checkpoints = CheckpointCallback(
-        save_freq=max(1, config.checkpoint_every // config.n_envs), save_path=str(paths.checkpoints), name_prefix="ppo"
-    )
-    callbacks: list[Any] = [EvaluateCallback(config, paths), checkpoints]
+    def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
+        super().__init__()
+        self.every = config.checkpoint_every
+        self.paths = paths
+        self.next_at = 0
+
+    def _on_training_start(self) -> None:
+        self.next_at = (self.num_timesteps // self.every + 1) * self.every
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_at:
+            self.next_at += self.every
+            save_checkpoint(self.model, self.paths)
+        return True
+
+
+def save_checkpoint(model: Any, paths: RunPaths) -> Path:
+    """The model as ``checkpoints/ppo_STEPS_steps.zip`` (atomically); its path."""
+    paths.checkpoints.mkdir(parents=True, exist_ok=True)
+    path = paths.checkpoints / f"ppo_{model.num_timesteps}_steps.zip"
+    save_atomically(path, model.save)
+    return path
+
+
+def latest_checkpoint(run: Path) -> Path:
+    """The newest checkpoint of the run folder ``run`` (ValueError if there is none)."""
+    found = sorted((run / "checkpoints").glob("ppo_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    if not found:
+        raise ValueError(f"{run / 'checkpoints'} holds no checkpoint to resume from")
+    return found[-1]
+
+
+def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> list[Any]:
+    callbacks: list[Any] = [EvaluateCallback(config, paths), CheckpointCallback(config, paths)]
     if config.opponents.self_play:
         callbacks.insert(0, SelfPlayCallback(config, paths, pool))
     return callbacks
@@ -530,8 +573,7 @@ def learn(
             tb_log_name="ppo",
         )
     except KeyboardInterrupt:
-        checkpoint = paths.checkpoints / f"ppo_{model.num_timesteps}_steps.zip"
-        model.save(checkpoint)
+        checkpoint = save_checkpoint(model, paths)
         print(f"interrupted at {model.num_timesteps} steps: resume with --resume {checkpoint}", flush=True)
         return False
     return True
@@ -551,7 +593,7 @@ def train(
     torch.set_num_threads(1)  # the envs use the other cores; small MLPs gain nothing from threads
     paths = RunPaths(Path(out))
     paths.root.mkdir(parents=True, exist_ok=True)
-    (paths.root / "config.yaml").write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
 
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
@@ -567,7 +609,7 @@ def train(
     env.close()
     write_learning_curve(paths, config.eval.opponents)
     if finished:
-        model.save(paths.root / "final.zip")
+        save_atomically(paths.root / "final.zip", model.save)
         save_policy_agent(model, paths.agent(FINAL), config)
     steps = model.num_timesteps - start_steps
     summary = {
@@ -581,5 +623,5 @@ def train(
         "learning_curve": str(paths.curve_png),
         "pretrain": pretrain_stats,
     }
-    (paths.root / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_atomically(paths.root / "training.json", json.dumps(summary, indent=2) + "\n")
     return summary

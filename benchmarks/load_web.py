@@ -1,0 +1,166 @@
+"""The browser app under load: many players at once, each creating games and playing whole
+rounds through the JSON API against random, greedy, policy and search opponents.
+
+Starts ``block-dominoes serve`` on a free loopback port, runs ``--players`` client threads for
+``--seconds`` (each plays round after round: create a game, then move until it is over, reading
+the view after every move), then prints one table: requests/s, p50/p99 latency of every
+request and of the cheap ones (views) alone, rounds/s, the status codes seen and the server's
+peak memory. Traffic goes to 127.0.0.1 only, and the run stops by itself.
+
+    python benchmarks/load_web.py [--players 50] [--seconds 30] [--markdown out.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+OPPONENTS = ["random", "greedy", "pretrained:standard", "search"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Player(threading.Thread):
+    """One person at the table: plays round after round until ``stop`` is set."""
+
+    def __init__(self, port: int, index: int, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.port, self.index, self.stop = port, index, stop
+        self.latencies: list[tuple[str, float]] = []  # (kind, seconds)
+        self.statuses: Counter[int] = Counter()
+        self.rounds = 0
+
+    def call(self, conn: http.client.HTTPConnection, kind: str, method: str, path: str, body: object = None) -> dict:
+        payload = None if body is None else json.dumps(body)
+        headers = {"Content-Type": "application/json"} if payload else {}
+        started = time.perf_counter()
+        conn.request(method, path, body=payload, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        self.latencies.append((kind, time.perf_counter() - started))
+        self.statuses[response.status] += 1
+        return json.loads(data)
+
+    def play_round(self, conn: http.client.HTTPConnection, seed: int) -> None:
+        """Create a game and play it to the end, reading the view after every move."""
+        opponent = OPPONENTS[self.index % len(OPPONENTS)]
+        view = self.call(conn, "create", "POST", "/api/games", {"seed": seed, "opponents": [opponent]})
+        if "id" not in view:
+            return
+        while not view["over"] and not self.stop.is_set():
+            moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
+            action = moves[0] if moves else view["pass_action"]
+            view = self.call(conn, "move", "POST", f"/api/games/{view['id']}/move", {"action": action})
+            if "id" not in view:
+                return
+            view = self.call(conn, "view", "GET", f"/api/games/{view['id']}")
+        if view.get("over"):
+            self.rounds += 1
+
+    def run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        seed = self.index * 1000
+        while not self.stop.is_set():
+            self.play_round(conn, seed)
+            seed += 1
+        conn.close()
+
+
+def peak_memory_mib(pid: int) -> float:
+    """The process's peak resident memory (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--players", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    args = parser.parse_args()
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "block_env.cli", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(200):  # wait until it answers
+            try:
+                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/api/options")
+                break
+            except OSError:
+                time.sleep(0.1)
+        # One round against each opponent first: compiling the kernels and loading the policy
+        # happen once per server, not in the measured time.
+        for i in range(len(OPPONENTS)):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            Player(port, i, threading.Event()).play_round(conn, seed=0)
+            conn.close()
+        stop = threading.Event()
+        players = [Player(port, i, stop) for i in range(args.players)]
+        started = time.perf_counter()
+        for p in players:
+            p.start()
+        time.sleep(args.seconds)
+        stop.set()
+        for p in players:
+            p.join(timeout=120)
+        elapsed = time.perf_counter() - started
+        memory = peak_memory_mib(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    every = [s for p in players for _, s in p.latencies]
+    views = [s for p in players for kind, s in p.latencies if kind == "view"]
+    statuses = sum((p.statuses for p in players), Counter())
+    rounds = sum(p.rounds for p in players)
+    rows = [
+        ("players (threads), opponents", f"{args.players}, {' / '.join(OPPONENTS)} in turn"),
+        ("seconds", f"{elapsed:.1f}"),
+        ("requests", f"{len(every):,}"),
+        ("requests/s", f"{len(every) / elapsed:,.1f}"),
+        (
+            "latency p50 / p99, every request (ms)",
+            f"{1000 * percentile(every, 0.5):.1f} / {1000 * percentile(every, 0.99):.1f}",
+        ),
+        (
+            "latency p50 / p99, views only (ms)",
+            f"{1000 * percentile(views, 0.5):.1f} / {1000 * percentile(views, 0.99):.1f}",
+        ),
+        ("rounds played", f"{rounds:,}"),
+        ("rounds/s", f"{rounds / elapsed:,.2f}"),
+        ("status codes", ", ".join(f"{code}: {n:,}" for code, n in sorted(statuses.items()))),
+        ("5xx answers", f"{sum(n for code, n in statuses.items() if code >= 500)}"),
+        ("server peak memory (MiB)", f"{memory:,.0f}"),
+    ]
+    table = "\n".join(["| measured | value |", "|---|---:|", *(f"| {k} | {v} |" for k, v in rows)])
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    return 1 if any(code >= 500 for code in statuses) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
