@@ -7,6 +7,7 @@ the tensors with ``torch.load(weights_only=True)``: no pickled code is executed.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,27 @@ def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Any]]:
     return [tuple(layer) for layer in layers]
 
 
+def _folder_version(folder: Path) -> tuple[str, int, int]:
+    """An agent folder's identity for the cache: its path and its files' modification times
+    (an agent saved again under the same path is loaded again)."""
+    return (
+        str(folder.resolve()),
+        (folder / AGENT_JSON).stat().st_mtime_ns,
+        (folder / POLICY_WEIGHTS).stat().st_mtime_ns,
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _loaded_policy(folder: str, *version: int) -> tuple[Any, list]:
+    """The torch policy of an agent folder (in eval mode) and its actor's layers in numpy,
+    loaded once and shared by every agent playing that folder: neither is ever changed after
+    loading, and a server with hundreds of games holds one copy."""
+    policy = build_policy(load_agent_metadata(folder))
+    load_policy_weights(folder, policy)
+    policy.set_training_mode(False)
+    return policy, actor_layers(policy)
+
+
 class PolicyAgent(Agent):
     """Plays a saved MaskablePPO policy, always passing the action mask.
 
@@ -216,10 +238,7 @@ class PolicyAgent(Agent):
                 f"{path} was trained for {trained} with the {metadata['observation']!r} encoding; "
                 f"it cannot play {self.rules} with {observation!r}"
             )
-        self.policy = build_policy(metadata)
-        load_policy_weights(path, self.policy)
-        self.policy.set_training_mode(False)
-        self._actor = actor_layers(self.policy)
+        self.policy, self._actor = _loaded_policy(*_folder_version(Path(path)))
         self.deterministic = deterministic
         self.name = f"policy:{Path(path).name}"
 

@@ -57,6 +57,9 @@ STATIC = Path(__file__).with_name("web_static")
 MAX_GAMES = 1000
 #: A game nobody has touched (view, move, replay) for this long may be dropped to make room.
 IDLE_SECONDS = 30 * 60
+#: A finished game may be dropped to make room after this long untouched (its result and
+#: replay stay readable until then).
+FINISHED_IDLE_SECONDS = 10
 #: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
 MAX_BODY_BYTES = 256 * 1024
 #: What a web request may ask of an agent: search's worlds per decision at most this.
@@ -210,17 +213,23 @@ class WebGame:
 
 class Games:
     """The games in play, by id (thread-safe). At most ``limit`` are kept: a new game makes
-    room by dropping the games idle for ``idle_seconds`` or longer (least recently used
-    first), and is refused with 503 when none is; a game in play is never dropped."""
+    room by dropping games nobody has touched for ``idle_seconds`` (``finished_seconds`` for
+    a game that is over), least recently used first, and is refused with 503 when there are
+    none; a game someone touched more recently than that is never dropped."""
 
     def __init__(
-        self, limit: int = MAX_GAMES, idle_seconds: float = IDLE_SECONDS, clock: Callable[[], float] = time.monotonic
+        self,
+        limit: int = MAX_GAMES,
+        idle_seconds: float = IDLE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        finished_seconds: float = FINISHED_IDLE_SECONDS,
     ) -> None:
         self._games: OrderedDict[str, WebGame] = OrderedDict()  # least recently used first
         self._used: dict[str, float] = {}
         self._lock = threading.Lock()
         self.limit = limit
         self.idle_seconds = idle_seconds
+        self.finished_seconds = min(finished_seconds, idle_seconds)
         self.clock = clock
 
     def __len__(self) -> int:
@@ -228,18 +237,24 @@ class Games:
 
     def add(self, game: WebGame) -> None:
         with self._lock:
-            now = self.clock()
-            while len(self._games) >= self.limit:
-                oldest = next(iter(self._games))
-                if now - self._used[oldest] < self.idle_seconds:
-                    raise BadRequest(
-                        f"the server is full: {self.limit} games are in play (a game idle for "
-                        f"{self.idle_seconds:.0f} s makes room); try again later",
-                        503,
-                    )
-                del self._games[oldest], self._used[oldest]
+            if len(self._games) >= self.limit:
+                self._make_room(self.clock())
             self._games[game.id] = game
-            self._used[game.id] = now
+            self._used[game.id] = self.clock()
+
+    def _make_room(self, now: float) -> None:
+        """Drop droppable games, least recently used first, until one more fits (or 503)."""
+        for game_id, game in list(self._games.items()):
+            idle = now - self._used[game_id]
+            if idle >= self.idle_seconds or (game.over and idle >= self.finished_seconds):
+                del self._games[game_id], self._used[game_id]
+                if len(self._games) < self.limit:
+                    return
+        raise BadRequest(
+            f"the server is full: {self.limit} games are in play (a game idle for {self.idle_seconds:.0f} s, "
+            f"or finished and idle for {self.finished_seconds:.0f} s, makes room); try again later",
+            503,
+        )
 
     def get(self, game_id: str) -> WebGame:
         """The game, marked as used now (404 if there is none)."""

@@ -140,3 +140,18 @@ def test_fuzzed_calls_never_get_a_5xx_nor_change_a_game_they_were_refused_on(seq
         if response.status_code >= 400:
             assert "error" in response.json()
             assert client.get(f"/api/games/{game}/replay").json() == before, (kind, body)
+
+
+def test_a_finished_game_makes_room_sooner_than_one_in_play():
+    clock = Clock()
+    client = TestClient(create_app(Games(limit=2, idle_seconds=600, finished_seconds=30, clock=clock)))
+    in_play = new_game(client, 1).json()
+    finished = new_game(client, 2).json()
+    while not finished["over"]:  # play the second game to its end
+        moves = [m["action"] for tile in finished["hand"] for m in tile["moves"]]
+        action = moves[0] if moves else finished["pass_action"]
+        finished = client.post(f"/api/games/{finished['id']}/move", json={"action": action}).json()
+    clock.now = 40  # both untouched for 40 s: only the finished one may go
+    assert new_game(client, 3).status_code == 201
+    assert client.get(f"/api/games/{in_play['id']}").status_code == 200
+    assert client.get(f"/api/games/{finished['id']}").status_code == 404
