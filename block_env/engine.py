@@ -600,6 +600,19 @@ class Match:
             lead = self.rng.randrange(rules.num_players)  # docs/rules.md, first leader by fair lot
         self.round = Round.start(rules, hands, lead)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Match:
+        """An independent copy, cheaply: the rules and the finished rounds are shared (they no
+        longer change), the random generator's state copied at C speed."""
+        copied = Match.__new__(Match)
+        copied.__dict__.update(self.__dict__)
+        copied.rng = random.Random()
+        copied.rng.setstate(self.rng.getstate())
+        copied.scores = list(self.scores)
+        copied.results = list(self.results)
+        copied.finished_rounds = list(self.finished_rounds)
+        copied.round = self.round.copy()
+        return copied
+
     @property
     def is_over(self) -> bool:
         return self.winner_side is not None or self.is_draw
@@ -626,13 +639,15 @@ class Match:
             else:
                 self.is_draw = True
 
-    def next_round(self) -> Round:
-        """Deal the next round; the lead moves per ``rules.next_lead``."""
+    def next_round(self, hands: Sequence[int] | None = None) -> Round:
+        """Deal the next round (or play the dealt ``hands``, bitmasks per seat, already
+        validated); the lead moves per ``rules.next_lead``."""
         if self.round.result is None:
             raise ValueError("the current round is not over yet")
         if self.is_over:
             raise ValueError("the match is over")
-        hands = deal(self.rules, self.rng)
+        if hands is None:
+            hands = deal(self.rules, self.rng)
         self.round = Round.start(self.rules, hands, next_lead(self.rules, self.round))
         return self.round
 

@@ -88,6 +88,9 @@ class Rules:
         check_choice("Rules.next_lead", self.next_lead, NEXT_LEADS)
         check_choice("Rules.blocked_scoring", self.blocked_scoring, BLOCKED_SCORINGS)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Rules:
+        return self  # immutable: copies of a game state share it
+
     # Resolved values: what None means for these rules (docs/rules.md defaults table).
     @property
     def resolved_hand_size(self) -> int:
@@ -180,4 +183,7 @@ PRESETS: dict[str, Rules] = {
     "club": Rules(club_doubling=True),
     "hungarian": Rules(max_pip=8),
     "double_nine_4p": Rules(num_players=4, max_pip=9, hand_size=10),
+    # Small enough for exact game-theoretic methods (docs/openspiel.md): 2 players, 2 tiles each.
+    "tiny": Rules(max_pip=2, hand_size=2),
+    "small": Rules(max_pip=3, hand_size=2),
 }

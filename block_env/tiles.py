@@ -11,6 +11,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 Tile = tuple[int, int]
 
@@ -41,6 +42,9 @@ class TileSet:
     suit_masks: tuple[int, ...] = field(repr=False)
     #: double_index[v] = index of the double [v|v].
     double_index: tuple[int, ...] = field(repr=False)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TileSet:
+        return self  # immutable: copies of a game state share it
 
     @property
     def num_tiles(self) -> int:

@@ -1,0 +1,197 @@
+"""Block dominoes in OpenSpiel: OpenSpiel's own consistency checks on every preset, the game
+against the engine move by move, against OpenSpiel's python_block_dominoes where the rules
+coincide, the observer's tensors, and CFR+ on the tiny set."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pyspiel = pytest.importorskip("pyspiel")
+
+import block_env.openspiel  # noqa: E402, F401  (registers block_dominoes)
+from block_env import PRESETS, Rules, decode_observation, raw_env  # noqa: E402
+from block_env.observations import encoder  # noqa: E402
+from block_env.openspiel import rules_from_parameters  # noqa: E402
+
+
+def random_play(state, rng, step=None):
+    """Play chance and player nodes at random to the end, calling ``step(state)`` before each."""
+    while not state.is_terminal():
+        if step is not None:
+            step(state)
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=np.array(probs) / sum(probs))))
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    return state
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_openspiels_consistency_checks_pass_on_every_preset(preset):
+    game = pyspiel.load_game(f"block_dominoes(preset={preset})")
+    pyspiel.random_sim_test(game, num_sims=3, serialize=True, verbose=False)
+
+
+def test_match_episodes_pass_the_consistency_checks():
+    game = pyspiel.load_game("block_dominoes(preset=standard,episode=match,target=30)")
+    pyspiel.random_sim_test(game, num_sims=2, serialize=True, verbose=False)
+
+
+def test_every_rules_field_is_a_parameter():
+    game = pyspiel.load_game("block_dominoes(max_pip=9,num_players=4,hand_size=10)")
+    assert game.rules == Rules(num_players=4, max_pip=9, hand_size=10)
+    assert game.num_players() == 4 and game.num_distinct_actions() == 2 * 55 + 1
+    partnership = pyspiel.load_game("block_dominoes(preset=standard_4p,partnership=True,target=50)")
+    assert partnership.rules == Rules(num_players=4, partnership=True, target=50)
+    assert rules_from_parameters({"preset": "house", "blocked_scoring": "subtract_own"}).next_lead == "winner"
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        pyspiel.load_game("block_dominoes(preset=nope)")
+    with pytest.raises(ValueError, match="Rules.hand_size"):
+        pyspiel.load_game("block_dominoes(num_players=4,hand_size=9)")
+
+
+def test_chance_nodes_deal_every_hand_with_equal_probability():
+    game = pyspiel.load_game("block_dominoes(preset=tiny)")
+    probabilities = {}
+
+    def walk(state, p):
+        if state.is_chance_node() and state.is_dealing():
+            for action, q in state.chance_outcomes():
+                walk(state.child(action), p * q)
+            return
+        hands = tuple(tuple(hand) for hand in state.dealing)
+        probabilities[hands] = probabilities.get(hands, 0.0) + p
+
+    walk(game.new_initial_state(), 1.0)
+    assert len(probabilities) == 15 * 6  # C(6, 2) hands for seat 0, then C(4, 2) for seat 1
+    assert np.allclose(list(probabilities.values()), 1 / 90)
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house", "club", "double_nine_4p"])
+def test_the_game_and_the_engine_agree_move_by_move(preset):
+    """The same deal and moves through the pyspiel game and raw_env: legal actions, both
+    encodings (observation tensor = vector, information state tensor = history) and returns."""
+    game = pyspiel.load_game(f"block_dominoes(preset={preset})")
+    rules = PRESETS[preset]
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        state = game.new_initial_state()
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=np.array(probs) / sum(probs))))
+        rnd = state.current_round()
+        hands = [rules.tile_set.tiles_of(h) for h in rnd.dealt_hands()]
+        env = raw_env(rules, reward="zero_sum")
+        env.reset(seed=0, options={"hands": hands, "leader": rnd.leader})
+        history = raw_env(rules, observation="history")
+        history.reset(seed=0, options={"hands": hands, "leader": rnd.leader})
+        returns = dict.fromkeys(env.possible_agents, 0.0)
+        while not state.is_terminal():
+            player = state.current_player()
+            agent = env.agent_selection
+            assert env.seat_of(agent) == player
+            assert state.legal_actions() == env.legal_actions()
+            for seat in range(rules.num_players):
+                name = f"player_{seat}"
+                assert np.array_equal(state.observation_tensor(seat), env.observe(name)["observation"])
+                assert np.array_equal(state.information_state_tensor(seat), history.observe(name)["observation"])
+            action = int(rng.choice(state.legal_actions()))
+            state.apply_action(action)
+            env.step(action)
+            history.step(action)
+            for name in env.possible_agents:
+                returns[name] += env.rewards[name]
+        assert env.episode_over
+        assert state.returns() == pytest.approx([returns[name] for name in env.possible_agents])
+
+
+def test_returns_equal_openspiels_python_block_dominoes_where_the_rules_coincide():
+    """OpenSpiel's own game: 2 players, seat 0 leads, passes implicit, a blocked round pays the
+    others' total to the lighter hand. Ours with blocked_scoring=others_total and the lot won by
+    seat 0, on the same deals and moves."""
+    from open_spiel.python.games import block_dominoes  # noqa: F401  (registers python_block_dominoes)
+
+    theirs_game = pyspiel.load_game("python_block_dominoes")
+    ours_game = pyspiel.load_game("block_dominoes(blocked_scoring=others_total)")
+    ts = ours_game.rules.tile_set
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        theirs, ours = theirs_game.new_initial_state(), ours_game.new_initial_state()
+        tiles = rng.permutation(ts.num_tiles)
+        hands = [sorted(tiles[:7].tolist()), sorted(tiles[7:14].tolist())]
+        for tile in hands[0] + hands[1]:
+            theirs.apply_action(tile)  # their deal order: seat 0's seven tiles, then seat 1's
+            ours.apply_action(tile)
+        ours.apply_action(0)  # the lot: seat 0 leads, as in theirs
+        while not theirs.is_terminal():
+            assert not ours.is_terminal()
+            if ours.legal_actions() == [ts.pass_action]:
+                ours.apply_action(ts.pass_action)  # theirs skips a forced pass
+                continue
+            mine = int(rng.choice(ours.legal_actions()))
+            ends = ours.current_round().ends
+            tile = ts.tiles[mine >> 1]
+            edge = None if ends is None else float(ends[mine & 1])
+            text = f"p{theirs.current_player()} tile:{(float(tile[0]), float(tile[1]))} pip:{edge}"
+            (action,) = [a for a in theirs.legal_actions() if theirs.action_to_string(a) == text]
+            theirs.apply_action(action)
+            ours.apply_action(mine)
+        while not ours.is_terminal():  # the passes that end a blocked round
+            ours.apply_action(ts.pass_action)
+        assert ours.returns() == pytest.approx(theirs.returns())
+
+
+def test_observations_decode_and_strings_read():
+    game = pyspiel.load_game("block_dominoes(preset=standard_3p)")
+    state = game.new_initial_state()
+    rng = np.random.default_rng(2)
+    while state.is_chance_node() or len(state.history()) < 25:
+        if state.is_chance_node():
+            state.apply_action(state.chance_outcomes()[0][0])
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    seat = state.current_player()
+    parts = decode_observation(np.array(state.observation_tensor(seat)), "standard_3p")
+    view = state.current_round().public_view(seat)
+    assert parts["hand"] == view.hand_tiles and parts["ends"] == view.ends
+    text = state.observation_string(seat)
+    assert text.startswith(f"player_{seat} hand:") and "voids" in text
+    assert "moves:" in state.information_state_string(seat)
+    assert state.action_to_string(seat, state.legal_actions()[0]).startswith(("[", "pass"))
+    assert "line:" in str(state)
+    expected = encoder(game.rules, "vector")(state.current_round(), seat, state.match.scores)
+    assert np.array_equal(expected, state.observation_tensor(seat))
+
+
+def test_a_resampled_state_looks_the_same_to_the_player():
+    game = pyspiel.load_game("block_dominoes(preset=standard)")
+    rng = np.random.default_rng(4)
+    state = game.new_initial_state()
+    while state.is_chance_node() or len(state.history()) < 22:  # 15 chance nodes, then 7 moves
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=np.array(probs) / sum(probs))))
+        else:
+            state.apply_action(int(rng.choice(state.legal_actions())))
+    player = state.current_player()
+    seen = set()
+    for _ in range(20):
+        other = state.resample_from_infostate(player, lambda: rng.random())
+        assert other.information_state_tensor(player) == state.information_state_tensor(player)
+        assert other.legal_actions() == state.legal_actions()
+        seen.add(str(other))
+    assert len(seen) > 1  # the hidden tiles were dealt otherwise
+
+
+def test_cfr_plus_brings_the_tiny_games_nash_conv_down():
+    from open_spiel.python.algorithms import cfr, exploitability
+    from open_spiel.python.policy import UniformRandomPolicy
+
+    game = pyspiel.load_game("block_dominoes(preset=tiny)")
+    solver = cfr.CFRPlusSolver(game)
+    for _ in range(10):
+        solver.evaluate_and_update_policy()
+    uniform = exploitability.nash_conv(game, UniformRandomPolicy(game))
+    assert exploitability.nash_conv(game, solver.average_policy()) < uniform / 20
