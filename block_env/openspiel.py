@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -258,7 +259,9 @@ class BlockDominoesState(pyspiel.State):
         """The engine's round being played (None while the first deal is being made)."""
         return None if self.match is None or self.is_dealing() else self.match.round
 
-    def resample_from_infostate(self, player_id: int, probability_sampler: Any) -> BlockDominoesState:
+    def resample_from_infostate(
+        self, player_id: int, probability_sampler: Callable[[], float] | None
+    ) -> BlockDominoesState:
         """A state ``player_id`` cannot tell from this one: the same public history and
         own hand, the other seats' hidden tiles dealt again (consistent with their counts and
         the suits their passes showed they lack). Used by IS-MCTS."""
@@ -266,7 +269,7 @@ class BlockDominoesState(pyspiel.State):
         if rnd is None or self.match is None or self.match.results:
             # During a deal nothing hidden has been used yet; later rounds are not resampled.
             return self.clone()
-        seed = int(float(probability_sampler()) * 2**31) if callable(probability_sampler) else None
+        seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
         hands = _resample_hands(rnd, player_id, random.Random(seed))
         state = self.get_game().new_initial_state()
         tiles_in_deal_order = [tile for hand in hands for tile in sorted(hand)]
