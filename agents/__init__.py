@@ -5,6 +5,7 @@ policies and a human at the terminal. Build one from a spec string with :func:`m
 - ``search`` or ``search:worlds=96,playout=greedy,epsilon=0.15``
 - ``policy:PATH`` (an agent folder written by training)
 - ``pretrained:NAME`` (a trained agent shipped with the package: :data:`PRETRAINED`)
+- ``openspiel:ismcts`` or ``openspiel:mcts,simulations=200`` (OpenSpiel's search bots)
 - ``human``
 """
 
@@ -26,6 +27,9 @@ AGENTS: dict[str, type[Agent]] = {
     "search": SearchAgent,
     "human": HumanAgent,
 }
+
+#: ``openspiel:BOT,...``: OpenSpiel's search bots (block_env.agents.openspiel; the [openspiel] extra).
+OPENSPIEL = "openspiel"
 
 #: The trained agents shipped in block_env/agents/pretrained/ (agent folders, loaded weights-only).
 PRETRAINED_DIR = Path(__file__).with_name("pretrained")
@@ -79,10 +83,16 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         if rest not in PRETRAINED:
             raise ValueError(f"unknown pretrained agent {rest!r}; shipped: {', '.join(PRETRAINED) or 'none'}")
         return "policy", {"path": str(PRETRAINED_DIR / rest)}
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; agents: {', '.join([*AGENTS, 'policy:PATH', 'pretrained:NAME'])}")
     kwargs: dict[str, Any] = {}
-    for item in filter(None, rest.split(",")):
+    items = [item for item in rest.split(",") if item]
+    if name == OPENSPIEL:
+        if not items or "=" in items[0]:
+            raise ValueError(f"an OpenSpiel agent names its bot first: openspiel:ismcts or openspiel:mcts, got {spec!r}")
+        kwargs["bot"] = items.pop(0).strip()
+    elif name not in AGENTS:
+        known = [*AGENTS, "policy:PATH", "pretrained:NAME", "openspiel:BOT"]
+        raise ValueError(f"unknown agent {name!r}; agents: {', '.join(known)}")
+    for item in items:
         key, eq, value = item.partition("=")
         if not eq:
             raise ValueError(f"agent option {item!r} in {spec!r} is not key=value")
@@ -108,6 +118,15 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         from block_env.agents.policy import PolicyAgent
 
         return PolicyAgent(rules, seed, observation, **kwargs)
+    if name == OPENSPIEL:
+        try:
+            from block_env.agents.openspiel import OpenSpielAgent
+        except ImportError as e:
+            raise ValueError(f"the openspiel agents need the [openspiel] extra (pip install 'block-env[openspiel]'): {e}") from None
+        try:
+            return OpenSpielAgent(rules, seed, observation, **kwargs)
+        except TypeError as e:
+            raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
     try:
         return AGENTS[name](rules, seed, observation, **kwargs)
     except TypeError as e:

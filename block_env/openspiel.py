@@ -150,6 +150,16 @@ class BlockDominoesState(pyspiel.State):
         self.dealing: list[list[int]] = [[] for _ in range(self.rules.num_players)]
         self.lot_pending = False
         self.game_over = False
+        self.from_position = False  # entered mid-round (enter_position): no deal in the history
+
+    def enter_position(self, rnd: Round) -> None:
+        """Start this (fresh) state at ``rnd``, a round in the middle of play with every hand
+        known (e.g. a determinization of what one seat saw): for search bots."""
+        if self.history():
+            raise ValueError("enter_position needs a fresh state")
+        self.match = Match(self.rules, seed=0, hands=rnd.hands, leader=rnd.leader)
+        self.match.round = rnd.copy()
+        self.from_position = True
 
     # -- whose turn ----------------------------------------------------------------------------
 
@@ -162,6 +172,8 @@ class BlockDominoesState(pyspiel.State):
         return self.match.round.current
 
     def is_dealing(self) -> bool:
+        if self.from_position:
+            return False
         return any(len(hand) < self.rules.resolved_hand_size for hand in self.dealing)
 
     def _legal_actions(self, player: int) -> list[int]:
@@ -266,6 +278,11 @@ class BlockDominoesState(pyspiel.State):
         own hand, the other seats' hidden tiles dealt again (consistent with their counts and
         the suits their passes showed they lack). Used by IS-MCTS."""
         rnd = self.current_round()
+        if self.from_position and rnd is not None and rnd.result is None:
+            state = self.get_game().new_initial_state()
+            seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
+            state.enter_position(resample_position(rnd, player_id, random.Random(seed)))
+            return state
         if rnd is None or self.match is None or self.match.results:
             # During a deal nothing hidden has been used yet; later rounds are not resampled.
             return self.clone()
@@ -315,6 +332,32 @@ def _resample_hands(rnd: Round, player: int, rng: random.Random) -> list[list[in
         if ok:
             break
     return [[t for t in range(ts.num_tiles) if hands[s] >> t & 1] for s in range(n)]
+
+
+def resample_position(rnd: Round, player: int, rng: random.Random) -> Round:
+    """``rnd`` with the other seats' current hands dealt again from the tiles ``player`` cannot
+    see, each seat keeping its count and holding none of the suits it passed on."""
+    ts = rnd.tiles
+    pool = [t for t in range(ts.num_tiles) if not (rnd.hands[player] | rnd.played) >> t & 1]
+    others = sorted((s for s in range(rnd.num_players) if s != player), key=lambda s: -rnd.voids[s].bit_count())
+    hands = list(rnd.hands)
+    for attempt in range(200):
+        left = pool[:]
+        rng.shuffle(left)
+        ok = True
+        for seat in others:
+            void = rnd.voids[seat] if attempt < 199 else 0
+            fits = [t for t in left if not ((1 << ts.tiles[t][0] | 1 << ts.tiles[t][1]) & void)][: rnd.counts[seat]]
+            if len(fits) < rnd.counts[seat]:
+                ok = False
+                break
+            hands[seat] = sum(1 << t for t in fits)
+            left = [t for t in left if t not in fits]
+        if ok:
+            break
+    position = rnd.copy()
+    position.hands = hands
+    return position
 
 
 class BlockDominoesObserver:
