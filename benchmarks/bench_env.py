@@ -1,5 +1,6 @@
-"""Random masked play, side by side: block_env (bare engine, AEC env with observations)
-against OpenSpiel's ``python_block_dominoes`` (plain, and with observation tensors).
+"""Random masked play, side by side: block_env (bare engine, AEC env with observations, and
+its OpenSpiel game ``block_dominoes``) against OpenSpiel's ``python_block_dominoes`` (plain,
+and with observation tensors).
 
 Both games are 2 players, double-six, 7 tiles each. Prints player actions per second and
 rounds per second for each, and the ratios. block_env counts its explicit forced passes
@@ -78,11 +79,14 @@ def aec_round(rules: Rules) -> Callable[[random.Random], int]:
     return run
 
 
-def open_spiel_round(with_observation: bool) -> Callable[[random.Random], int]:
+def open_spiel_round(with_observation: bool, name: str = "python_block_dominoes") -> Callable[[random.Random], int]:
+    """Random playouts of an OpenSpiel game: OpenSpiel's own, or ours (``block_dominoes``)."""
     import pyspiel  # noqa: F401  (registers the python games)
     from open_spiel.python.games import block_dominoes  # noqa: F401
 
-    game = pyspiel.load_game("python_block_dominoes")
+    import block_env.openspiel  # noqa: F401  (registers block_dominoes)
+
+    game = pyspiel.load_game(name)
 
     def run(rng: random.Random) -> int:
         state = game.new_initial_state()
@@ -115,6 +119,8 @@ def main() -> None:
     try:
         runs["OpenSpiel python_block_dominoes"] = open_spiel_round(False)
         runs["OpenSpiel + observation_tensor"] = open_spiel_round(True)
+        runs["block_env in OpenSpiel (block_dominoes)"] = open_spiel_round(False, "block_dominoes")
+        runs["block_env in OpenSpiel + observation_tensor"] = open_spiel_round(True, "block_dominoes")
     except ImportError:
         print("open_spiel is not installed (pip install 'block-env[bench]'): OpenSpiel rows skipped")
     rows = bench(runs, args.seconds)
@@ -124,6 +130,8 @@ def main() -> None:
     pairs = [
         ("block_env engine", "OpenSpiel python_block_dominoes"),
         ("block_env AEC + observations", "OpenSpiel + observation_tensor"),
+        ("block_env in OpenSpiel (block_dominoes)", "OpenSpiel python_block_dominoes"),
+        ("block_env in OpenSpiel + observation_tensor", "OpenSpiel + observation_tensor"),
     ]
     ratio_lines = ["", "| comparison | actions/s ratio | rounds/s ratio |", "|---|---:|---:|"]
     for ours, theirs in pairs:

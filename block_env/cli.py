@@ -158,6 +158,17 @@ def cmd_train_rllib(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_solve(args: argparse.Namespace) -> int:
+    try:
+        from block_env.training.solve import solve
+    except ImportError as e:
+        raise ValueError(f"solve needs the [openspiel] extra (pip install 'block-env[openspiel]'): {e}") from None
+    summary = solve(args.rules, args.iterations, _output_folder(args.out), agents=args.agents, progress=not args.quiet)
+    print((Path(args.out) / "summary.md").read_text())
+    print(f"wrote {args.out}: average_policy.json, nash_conv.csv, nash_conv.png, agents.csv, summary.md")
+    return 0 if summary else 1
+
+
 def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
     from block_env.arena import markdown
@@ -188,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``block-dominoes`` parser: one subcommand per job, each added by its own function."""
     parser = OneLineErrors(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_encodings, _add_rules, _add_eval, _add_play, _add_train_rllib, _add_serve, _add_train):
+    for add in (_add_encodings, _add_rules, _add_eval, _add_play, _add_train_rllib, _add_serve, _add_train, _add_solve):
         add(sub)
     return parser
 
@@ -258,6 +269,16 @@ def _add_train_rllib(sub: Any) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train_rllib)
+
+
+def _add_solve(sub: Any) -> None:
+    p = sub.add_parser("solve", help="CFR+ and exact NashConv on the small sets (extra [openspiel])")
+    p.add_argument("--rules", choices=("tiny", "small"), default="tiny", help="a set small enough for exact methods")
+    p.add_argument("--iterations", type=_positive_int, default=100, help="CFR+ iterations (default 100)")
+    p.add_argument("--agents", nargs="*", default=[], help="agent specs whose exact NashConv to measure")
+    p.add_argument("--out", default="runs/solve", help="folder for the policy, the NashConv curve and the table")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_solve)
 
 
 def _add_serve(sub: Any) -> None:

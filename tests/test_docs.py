@@ -40,7 +40,10 @@ def test_the_piece_tables_in_the_docs_are_the_generated_ones():
         assert layout.markdown() in text, f"docs/environments.md's {layout.name!r} table is stale"
 
 
-@pytest.mark.parametrize("page", [README, DOCS / "index.md", DOCS / "environments.md", DOCS / "agents.md"], ids=str)
+EXAMPLE_PAGES = [README, *(DOCS / name for name in ("index.md", "environments.md", "agents.md", "openspiel.md"))]
+
+
+@pytest.mark.parametrize("page", EXAMPLE_PAGES, ids=str)
 def test_python_examples_run(page, capsys):
     blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
     assert blocks, f"{page} has no Python example"

@@ -38,6 +38,9 @@ MODULES = [
     "block_env.apps.web",
     "block_env.training.config",
     "block_env.training.sb3_vec_env",
+    "block_env.openspiel",
+    "block_env.agents.openspiel",
+    "block_env.files",
 ]
 
 #: The public entry points: what users import.

@@ -4,6 +4,8 @@ coincide, the observer's tensors, and CFR+ on the tiny set."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -195,3 +197,65 @@ def test_cfr_plus_brings_the_tiny_games_nash_conv_down():
         solver.evaluate_and_update_policy()
     uniform = exploitability.nash_conv(game, UniformRandomPolicy(game))
     assert exploitability.nash_conv(game, solver.average_policy()) < uniform / 20
+
+
+def test_any_agent_spec_is_a_bot_in_openspiels_loop():
+    from block_env.agents.openspiel import make_bot
+
+    game = pyspiel.load_game("block_dominoes(preset=standard_3p)")
+    bots = [make_bot(spec, game, seat, seed=seat) for seat, spec in enumerate(["greedy", "search:worlds=8", "random"])]
+    returns = pyspiel.evaluate_bots(game.new_initial_state(), bots, 5)
+    assert len(returns) == 3 and sum(returns) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("spec", ["openspiel:ismcts,simulations=20", "openspiel:mcts,simulations=20"])
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+def test_openspiel_bots_play_legal_rounds_as_agents(spec, preset):
+    from conftest import agent_plays_legal_round
+
+    from block_env.agents import make_agent
+
+    agent_plays_legal_round(make_agent(spec, preset, seed=3), preset, seed=4)
+
+
+def test_openspiel_agent_specs_are_checked():
+    from block_env.agents import make_agent
+
+    with pytest.raises(ValueError, match="names its bot first"):
+        make_agent("openspiel:simulations=5", "standard")
+    with pytest.raises(ValueError, match="openspiel bot must be one of"):
+        make_agent("openspiel:alphazero", "standard")
+    with pytest.raises(ValueError, match="simulations must be a positive int"):
+        make_agent("openspiel:ismcts,simulations=0", "standard")
+
+
+def test_solve_writes_the_policy_the_curve_and_each_agents_exact_nash_conv(tmp_path):
+    from block_env.cli import main
+
+    assert (
+        main(
+            [
+                "solve",
+                "--rules",
+                "tiny",
+                "--iterations",
+                "5",
+                "--agents",
+                "random",
+                "greedy",
+                "--out",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((tmp_path / "solve.json").read_text())
+    by_agent = {row["agent"]: row["nash_conv"] for row in summary["agents"]}
+    assert by_agent["CFR+ average policy"] < by_agent["greedy"] < by_agent["random"]
+    assert [row["iteration"] for row in summary["curve"]] == [1, 2, 5]
+    assert summary["curve"][-1]["nash_conv"] < summary["curve"][0]["nash_conv"]
+    policy = json.loads((tmp_path / "average_policy.json").read_text())
+    assert all(abs(sum(p.values()) - 1) < 1e-6 for p in policy.values())
+    for name in ("nash_conv.png", "nash_conv.csv", "agents.csv", "summary.md"):
+        assert (tmp_path / name).stat().st_size > 0
