@@ -158,6 +158,31 @@ def cmd_train_rllib(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_exploit(args: argparse.Namespace) -> int:
+    from block_env.training.exploit import exploit
+
+    result = exploit(
+        args.agent,
+        args.rules,
+        args.steps,
+        _output_folder(args.out),
+        seed=args.seed,
+        deals=args.deals,
+        workers=args.workers,
+        progress=not args.quiet,
+    )
+    if result.get("interrupted"):
+        print(
+            f"interrupted: resume with block-dominoes train --config {args.out}/config.yaml --out {args.out} --resume latest"
+        )
+        return 130
+    print(
+        f"best response - {result['target']}: {result['margin']:+.2f} ({result['low']:+.2f} .. {result['high']:+.2f}) "
+        f"points per round on {result['deals']} fresh deals, after {result['steps']} steps"
+    )
+    return 0
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     try:
         from block_env.training.solve import solve
@@ -199,7 +224,17 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``block-dominoes`` parser: one subcommand per job, each added by its own function."""
     parser = OneLineErrors(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_encodings, _add_rules, _add_eval, _add_play, _add_train_rllib, _add_serve, _add_train, _add_solve):
+    for add in (
+        _add_encodings,
+        _add_rules,
+        _add_eval,
+        _add_play,
+        _add_train_rllib,
+        _add_serve,
+        _add_train,
+        _add_solve,
+        _add_exploit,
+    ):
         add(sub)
     return parser
 
@@ -279,6 +314,21 @@ def _add_solve(sub: Any) -> None:
     p.add_argument("--out", default="runs/solve", help="folder for the policy, the NashConv curve and the table")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_solve)
+
+
+def _add_exploit(sub: Any) -> None:
+    from block_env.arena import default_workers
+
+    p = sub.add_parser("exploit", help="train a best response to an agent and measure what it wins")
+    p.add_argument("--agent", required=True, help="the target's agent spec (frozen at every other seat)")
+    p.add_argument("--rules", default="standard", choices=list(PRESETS), help="rules preset (default: standard)")
+    p.add_argument("--steps", type=_positive_int, default=10_000_000, help="the best response's env steps")
+    p.add_argument("--deals", type=_positive_int, default=2000, help="fresh duplicate deals of the final arena")
+    p.add_argument("--seed", type=_seed_arg, default=0)
+    p.add_argument("--workers", type=_positive_int, default=default_workers(), help="arena processes")
+    p.add_argument("--out", default="runs/exploit", help="run folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_exploit)
 
 
 def _add_serve(sub: Any) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from conftest import agent_plays_legal_round, assert_same_decisions_under_redeals
 
 from block_env import PRESETS, Rules, raw_env
@@ -391,3 +392,30 @@ def test_policy_agent_logits_are_the_torch_modules(tiny_run):
         )
         expected = policy.action_net(latent).numpy()
     np.testing.assert_allclose(agent.logits(obs), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_exploit_trains_a_best_response_and_measures_it_on_fresh_deals(tmp_path):
+
+    out = tmp_path / "exploit"
+    args = ["exploit", "--agent", "greedy", "--rules", "tiny", "--steps", "2048", "--deals", "20", "--workers", "1"]
+    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    result = json.loads((out / "exploit.json").read_text())
+    assert result["target"] == "greedy" and result["deals"] == 20 and result["steps"] >= 2048
+    assert result["low"] <= result["margin"] <= result["high"]
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["opponents"] == {
+        "scripted": ["greedy"],
+        "self_play": False,
+        "snapshot_every": 50000,
+        "max_snapshots": 3,
+    }
+    assert config["pretrain"]["teacher"] is None and config["ppo"]["critic"] == "full_information"
+    assert (out / "arena" / "summary.md").is_file() and (out / "learning_curve.png").is_file()
+    assert make_agent(f"policy:{out / 'best'}", "tiny").name == "policy:best"  # loads weights-only
+
+
+def test_exploit_refuses_a_human_target():
+    from block_env.training.exploit import exploit_config
+
+    with pytest.raises(ValueError, match="not 'human'"):
+        exploit_config("human", "standard", 1000)
