@@ -87,7 +87,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     items = [item for item in rest.split(",") if item]
     if name == OPENSPIEL:
         if not items or "=" in items[0]:
-            raise ValueError(f"an OpenSpiel agent names its bot first: openspiel:ismcts or openspiel:mcts, got {spec!r}")
+            raise ValueError(
+                f"an OpenSpiel agent names its bot first: openspiel:ismcts or openspiel:mcts, got {spec!r}"
+            )
         kwargs["bot"] = items.pop(0).strip()
     elif name not in AGENTS:
         known = [*AGENTS, "policy:PATH", "pretrained:NAME", "openspiel:BOT"]
@@ -122,7 +124,9 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         try:
             from block_env.agents.openspiel import OpenSpielAgent
         except ImportError as e:
-            raise ValueError(f"the openspiel agents need the [openspiel] extra (pip install 'block-env[openspiel]'): {e}") from None
+            raise ValueError(
+                f"the openspiel agents need the [openspiel] extra (pip install 'block-env[openspiel]'): {e}"
+            ) from None
         try:
             return OpenSpielAgent(rules, seed, observation, **kwargs)
         except TypeError as e:

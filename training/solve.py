@@ -78,7 +78,7 @@ def solve(
     for iteration in range(1, iterations + 1):
         solver.evaluate_and_update_policy()
         if iteration in wanted:
-            value = exploitability.nash_conv(game, solver.average_policy())
+            value = float(exploitability.nash_conv(game, solver.average_policy()))
             curve.append({"iteration": iteration, "nash_conv": value, "seconds": time.perf_counter() - started})
             if progress:
                 print(
@@ -90,7 +90,7 @@ def solve(
     _write_curve(folder, curve, rules, scale)
     rows = [{"agent": "CFR+ average policy", "nash_conv": curve[-1]["nash_conv"]}]
     for spec in agents:
-        rows.append({"agent": spec, "nash_conv": exploitability.nash_conv(game, AgentPolicy(spec, game))})
+        rows.append({"agent": spec, "nash_conv": float(exploitability.nash_conv(game, AgentPolicy(spec, game)))})
         if progress:
             print(f"{spec}: NashConv {rows[-1]['nash_conv']:.4f}")
     for row in rows:
