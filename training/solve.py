@@ -48,6 +48,14 @@ def mean_award(game: Any) -> float:
     return walk(game.new_initial_state())
 
 
+def nash_conv(game: Any, policy: Any) -> float:
+    """The exact NashConv of ``policy`` (OpenSpiel's best responses over the whole tree)."""
+    from open_spiel.python.algorithms import exploitability
+
+    value: Any = exploitability.nash_conv(game, policy)  # a float with the default arguments
+    return float(value)
+
+
 def checkpoints(iterations: int) -> list[int]:
     """Iterations at which NashConv is measured: 1, 2, 5, 10, 20, 50, ... and the last."""
     points, scale = [], 1
@@ -62,7 +70,7 @@ def solve(
 ) -> dict[str, Any]:
     """CFR+ on ``rules`` for ``iterations``, then the exact NashConv of ``agents``; writes the
     outputs listed in the module docstring into ``out`` and returns the summary."""
-    from open_spiel.python.algorithms import cfr, exploitability
+    from open_spiel.python.algorithms import cfr
 
     if rules not in SOLVABLE:
         raise ValueError(f"solve works on the small sets {SOLVABLE}, got {rules!r}")
@@ -78,7 +86,7 @@ def solve(
     for iteration in range(1, iterations + 1):
         solver.evaluate_and_update_policy()
         if iteration in wanted:
-            value = float(exploitability.nash_conv(game, solver.average_policy()))
+            value = nash_conv(game, solver.average_policy())
             curve.append({"iteration": iteration, "nash_conv": value, "seconds": time.perf_counter() - started})
             if progress:
                 print(
@@ -90,7 +98,7 @@ def solve(
     _write_curve(folder, curve, rules, scale)
     rows = [{"agent": "CFR+ average policy", "nash_conv": curve[-1]["nash_conv"]}]
     for spec in agents:
-        rows.append({"agent": spec, "nash_conv": float(exploitability.nash_conv(game, AgentPolicy(spec, game)))})
+        rows.append({"agent": spec, "nash_conv": nash_conv(game, AgentPolicy(spec, game))})
         if progress:
             print(f"{spec}: NashConv {rows[-1]['nash_conv']:.4f}")
     for row in rows:
