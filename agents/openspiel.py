@@ -28,6 +28,7 @@ from block_env.agents.base import Agent, Observation
 from block_env.engine import Round
 from block_env.openspiel import BlockDominoesGame, BlockDominoesState, resample_position
 from block_env.rules import Rules
+from block_env.validation import check_int
 
 #: ``openspiel:NAME`` -> what it plays.
 BOTS = ("ismcts", "mcts")
@@ -125,8 +126,7 @@ class OpenSpielAgent(Agent):
         super().__init__(rules, seed, observation)
         if bot not in BOTS:
             raise ValueError(f"openspiel bot must be one of {BOTS}, got {bot!r}")
-        if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
-            raise ValueError(f"simulations must be a positive int, got {simulations!r}")
+        check_int("simulations", simulations, low=1)
         self.bot_name = bot
         self.simulations = simulations
         self.uct_c = float(uct_c)

@@ -16,6 +16,7 @@ from typing import Any
 from block_env.aec import as_action, parse_reset_options
 from block_env.engine import Round, RoundResult
 from block_env.rules import Rules
+from block_env.validation import is_int
 
 
 def rules_from_record(values: object) -> Rules:
@@ -35,7 +36,7 @@ def replay_round(rules: Rules, record: object) -> tuple[Round, list[dict[str, An
     scenario = parse_reset_options(rules, {"hands": record.get("hands")})
     assert scenario is not None and scenario.hands is not None
     lead = record.get("lead")
-    if lead != "heaviest" and (isinstance(lead, bool) or not isinstance(lead, int)):
+    if lead != "heaviest" and not is_int(lead):
         raise ValueError(f"a round record's 'lead' must be a seat or 'heaviest', got {lead!r}")
     rnd = Round.start(rules, scenario.hands, lead)
     moves = record.get("moves")

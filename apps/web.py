@@ -50,6 +50,7 @@ from block_env.episodes import Move, play_moves, step
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
 from block_env.tiles import bit_indices
+from block_env.validation import is_int
 
 STATIC = Path(__file__).with_name("web_static")
 #: Games kept at once. A new game first makes room by dropping games idle for IDLE_SECONDS;
@@ -308,7 +309,7 @@ def _int(body: dict[str, Any], key: str, default: int | None, low: int, high: in
     value = body.get(key, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+    if not is_int(value) or value < low or (high is not None and value > high):
         bound = f"{low}..{high}" if high is not None else f">= {low}"
         raise BadRequest(f"{key!r} must be an integer {bound}, got {value!r}")
     return value

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +100,7 @@ def as_action(action: object, num_actions: int) -> int:
         return action
     if isinstance(action, np.ndarray) and action.shape == ():
         action = action.item()
-    if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+    if not is_int(action):
         raise TypeError(f"an action is an integer in 0..{num_actions - 1}, got {action!r} ({type(action).__name__})")
     action = int(action)
     if not 0 <= action < num_actions:

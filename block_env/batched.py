@@ -34,7 +34,7 @@ from numba import njit
 
 from block_env.options import EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
-from block_env.validation import check_choice
+from block_env.validation import check_choice, check_int
 
 #: ``owner`` codes besides seats.
 OUT_OF_PLAY = -1
@@ -207,8 +207,7 @@ class BatchedGames:
     """
 
     def __init__(self, rules: Rules | str, num_games: int, *, episode: str = "round", seed: int | None = None) -> None:
-        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) or num_games < 1:
-            raise ValueError(f"num_games must be a positive int, got {num_games!r}")
+        check_int("num_games", num_games, low=1)
         check_choice("episode", episode, EPISODES)
         self.rules = rules = resolve_rules(rules)
         self.tables = tables(rules)

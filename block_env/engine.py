@@ -12,7 +12,6 @@ before changing anything, so a refused action leaves the state exactly as it was
 
 from __future__ import annotations
 
-import numbers
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 from block_env.options import REWARDS
 from block_env.rules import Rules
 from block_env.tiles import Tile, TileSet, bit_indices, ends_after, format_tile
+from block_env.validation import is_int
 
 DOMINO = "domino"
 BLOCKED = "blocked"
@@ -417,7 +417,7 @@ class Round:
             raise ValueError("the round is over; no action is legal")
         if type(action) is not int:
             # numpy integers (what rng.choice(legal) returns) are integers; 2.0 or True are not.
-            if isinstance(action, bool) or not isinstance(action, numbers.Integral):
+            if not is_int(action):
                 raise TypeError(
                     f"an action is an integer action id, got {action!r} ({type(action).__name__}); "
                     f"legal actions: {self.describe_legal()}"

@@ -13,16 +13,16 @@ import zlib
 
 import numpy as np
 
+from block_env.validation import check_int
+
 #: Seeds handed to engines and agents are below this (they fit a signed 64-bit integer).
 SEED_BOUND = 2**63
 
 
 def derive_seed(root: int, stream: str, index: int = 0) -> int:
     """An independent seed for ``stream`` (a name) number ``index`` under ``root``."""
-    if isinstance(root, bool) or not isinstance(root, int) or root < 0:
-        raise ValueError(f"a root seed is an int >= 0, got {root!r}")
-    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"a seed stream index is an int >= 0, got {index!r}")
+    check_int("a root seed", root, low=0)
+    check_int("a seed stream index", index, low=0)
     words = np.random.SeedSequence(root, spawn_key=(zlib.crc32(stream.encode()), index)).generate_state(2, np.uint64)
     return int(words[0]) % SEED_BOUND
 

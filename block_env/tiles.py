@@ -8,10 +8,11 @@ int bitmasks over tile indices (bit i = tile i): legality is then one AND per op
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+from block_env.validation import is_int
 
 Tile = tuple[int, int]
 
@@ -80,7 +81,7 @@ class TileSet:
         except (TypeError, ValueError):
             raise ValueError(f"a tile is a pair of pips (a, b), got {tile!r}") from None
         # Integers only: 0.5 or "1" dealt as a pip would silently be another tile.
-        if not all(isinstance(h, numbers.Integral) and not isinstance(h, bool) for h in (a, b)):
+        if not all(is_int(h) for h in (a, b)):
             raise ValueError(f"a tile's halves are integer pips 0..{self.max_pip}, got {tile!r}")
         key = (int(a), int(b)) if a <= b else (int(b), int(a))
         if key not in self.index:

@@ -225,7 +225,7 @@ def test_openspiel_agent_specs_are_checked():
         make_agent("openspiel:simulations=5", "standard")
     with pytest.raises(ValueError, match="openspiel bot must be one of"):
         make_agent("openspiel:alphazero", "standard")
-    with pytest.raises(ValueError, match="simulations must be a positive int"):
+    with pytest.raises(ValueError, match="simulations must be an int >= 1"):
         make_agent("openspiel:ismcts,simulations=0", "standard")
 
 
