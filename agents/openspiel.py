@@ -1,4 +1,5 @@
-"""Agents and OpenSpiel, both ways (the ``[openspiel]`` extra).
+"""Agents and OpenSpiel, both ways (the ``[openspiel]`` extra; users import them from
+:mod:`block_env.openspiel`).
 
 - :func:`make_bot` turns any agent spec into a ``pyspiel.Bot`` for the ``block_dominoes``
   game (``evaluate_bots``, OpenSpiel's tournaments), and :class:`AgentPolicy` into an OpenSpiel
@@ -26,7 +27,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 
 from block_env.agents.base import Agent, Observation
 from block_env.engine import Round
-from block_env.openspiel import BlockDominoesGame, BlockDominoesState, resample_position
+from block_env.openspiel_game import BlockDominoesGame, BlockDominoesState, resample_position
 from block_env.rules import Rules
 from block_env.validation import check_int
 

@@ -12,7 +12,7 @@ import pyspiel
 from open_spiel.python.algorithms import cfr, exploitability
 
 import block_env.openspiel  # noqa: F401  (registers the game "block_dominoes")
-from block_env.agents.openspiel import AgentPolicy, make_bot
+from block_env.openspiel import AgentPolicy, make_bot
 
 
 def main() -> None:

@@ -39,6 +39,7 @@ MODULES = [
     "block_env.training.config",
     "block_env.training.sb3_vec_env",
     "block_env.openspiel",
+    "block_env.openspiel_game",
     "block_env.agents.openspiel",
     "block_env.files",
 ]

@@ -29,11 +29,24 @@ PACKAGES = {
 }
 #: The console command: the top of the stack, the one module nothing else imports.
 CLI = "block_env.cli"
+#: Modules of block_env/ that sit above the core: the console command on top, and the OpenSpiel
+#: bridge beside the arena and the apps (its game is the core's block_env.openspiel_game).
+ABOVE_THE_CORE = {
+    "cli.py": (),
+    "openspiel.py": ("block_env.arena", "block_env.apps", "block_env.training", CLI),
+}
 #: layer -> the packages it must never import: core <- agents <- arena, apps <- training <- cli
 #: (docs/architecture.md).
 FORBIDDEN = {
-    "block_env": ("block_env.agents", "block_env.arena", "block_env.apps", "block_env.training", CLI),
-    "agents": ("block_env.arena", "block_env.apps", "block_env.training", CLI),
+    "block_env": (
+        "block_env.agents",
+        "block_env.arena",
+        "block_env.apps",
+        "block_env.training",
+        CLI,
+        "block_env.openspiel",
+    ),
+    "agents": ("block_env.arena", "block_env.apps", "block_env.training", CLI, "block_env.openspiel"),
     "arena": ("block_env.apps", "block_env.training", CLI),
     "apps": ("block_env.arena", "block_env.training", CLI),
     "training": ("block_env.apps", CLI),
@@ -59,10 +72,15 @@ def wrong_way_imports(layer: str, source: str) -> list[str]:
 
 def modules_by_layer() -> dict[str, list[Path]]:
     """Every Python module of each layer's folder (the console command apart)."""
-    return {
-        folder: sorted(p for p in (ROOT / folder).glob("*.py") if p != ROOT / "block_env" / "cli.py")
-        for folder in PACKAGES
-    }
+    above = {ROOT / "block_env" / name for name in ABOVE_THE_CORE}
+    return {folder: sorted(p for p in (ROOT / folder).glob("*.py") if p not in above) for folder in PACKAGES}
+
+
+@pytest.mark.parametrize("name", list(ABOVE_THE_CORE))
+def test_the_modules_above_the_core_import_one_way_too(name):
+    bad = ABOVE_THE_CORE[name]
+    imported = imported_modules((ROOT / "block_env" / name).read_text())
+    assert not [m for m in imported if any(m == b or m.startswith(b + ".") for b in bad)]
 
 
 def test_every_folder_of_the_package_is_a_layer():

@@ -14,7 +14,7 @@ pyspiel = pytest.importorskip("pyspiel")
 import block_env.openspiel  # noqa: E402, F401  (registers block_dominoes)
 from block_env import PRESETS, Rules, decode_observation, raw_env  # noqa: E402
 from block_env.observations import encoder  # noqa: E402
-from block_env.openspiel import rules_from_parameters  # noqa: E402
+from block_env.openspiel import make_bot, rules_from_parameters  # noqa: E402
 
 
 def random_play(state, rng, step=None):
@@ -200,8 +200,6 @@ def test_cfr_plus_brings_the_tiny_games_nash_conv_down():
 
 
 def test_any_agent_spec_is_a_bot_in_openspiels_loop():
-    from block_env.agents.openspiel import make_bot
-
     game = pyspiel.load_game("block_dominoes(preset=standard_3p)")
     bots = [make_bot(spec, game, seat, seed=seat) for seat, spec in enumerate(["greedy", "search:worlds=8", "random"])]
     returns = pyspiel.evaluate_bots(game.new_initial_state(), bots, 5)

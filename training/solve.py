@@ -24,9 +24,8 @@ from typing import Any
 
 import pyspiel
 
-import block_env.openspiel  # noqa: F401  (registers block_dominoes)
-from block_env.agents.openspiel import AgentPolicy
 from block_env.files import save_atomically, write_atomically
+from block_env.openspiel import AgentPolicy
 from block_env.validation import check_int
 
 #: The sets ``solve`` accepts: the full tree must fit in memory and time.
