@@ -91,15 +91,18 @@ class AgentPolicy(policy_lib.Policy):
 
         self.spec = spec
         self.agent = make_agent(spec, game.rules)
+        self._chosen: dict[tuple[int, str], int] = {}  # a decision depends on the information state alone
 
     def action_probabilities(self, state: Any, player_id: int | None = None) -> dict[int, float]:
         legal = state.legal_actions()
         if self.spec == "random":
             return {action: 1.0 / len(legal) for action in legal}
         player = state.current_player()
-        self.agent.reset(seed=zlib.crc32(state.information_state_string(player).encode()))
-        chosen = int(self.agent.act(agent_observation(state, player)))
-        return {action: float(action == chosen) for action in legal}
+        key = (player, state.information_state_string(player))
+        if key not in self._chosen:
+            self.agent.reset(seed=zlib.crc32(key[1].encode()))
+            self._chosen[key] = int(self.agent.act(agent_observation(state, player)))
+        return {action: float(action == self._chosen[key]) for action in legal}
 
 
 class OpenSpielAgent(Agent):
