@@ -10,8 +10,9 @@
   determinization of the hidden tiles per decision.
 
 An agent sees only its seat's observation; OpenSpiel's bots need a game state. An
-:class:`OpenSpielAgent` therefore rebuilds a state from the ``history`` observation (the deal it
-holds, the public moves) with the hidden tiles dealt consistently with what it saw.
+:class:`OpenSpielAgent` therefore rebuilds one from what the observation says (its hand, the
+ends, the tiles played, each seat's count and the suits it passed on), with the hidden tiles
+dealt consistently with it, and lets the bot search from there.
 """
 
 from __future__ import annotations
@@ -150,7 +151,9 @@ class OpenSpielAgent(Agent):
         else:  # plain MCTS on this one determinization
             bot = mcts.MCTSBot(self.game, self.uct_c, self.simulations, evaluator, random_state=random_state)
         action = int(bot.step(state))
-        return action if obs["action_mask"][action] else int(legal[0])
+        if not obs["action_mask"][action]:  # the rebuilt state has the observation's legal moves
+            raise RuntimeError(f"{self.name} chose action {action}, which the observation does not allow")
+        return action
 
     def _state_from(self, obs: Observation) -> BlockDominoesState:
         """A game state this seat cannot tell from the real one, in its own frame (it sits at
