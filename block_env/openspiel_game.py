@@ -17,7 +17,7 @@ from block_env.engine import Match, Round
 from block_env.observations import encoder, layout_for
 from block_env.render import seat_name
 from block_env.rules import PRESETS, Rules
-from block_env.tiles import format_tile
+from block_env.tiles import bit_indices, format_tile
 
 EPISODES = ("round", "match")
 #: A match is cut off after this many rounds (OpenSpiel needs a bound on a game's length; a
@@ -247,60 +247,27 @@ class BlockDominoesState(pyspiel.State):
         own hand, the other seats' hidden tiles dealt again (consistent with their counts and
         the suits their passes showed they lack). Used by IS-MCTS."""
         rnd = self.current_round()
+
+        def rng() -> random.Random:  # one draw from the bot's sampler, only when a deal is resampled
+            return random.Random(int(probability_sampler() * 2**31) if callable(probability_sampler) else None)
+
         if self.from_position and rnd is not None and rnd.result is None:
             state = self.get_game().new_initial_state()
-            seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
-            state.enter_position(resample_position(rnd, player_id, random.Random(seed)))
+            state.enter_position(resample_position(rnd, player_id, rng()))
             return state
         if rnd is None or self.match is None or self.match.results:
             # During a deal nothing hidden has been used yet; later rounds are not resampled.
             return self.clone()
-        seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
-        hands = _resample_hands(rnd, player_id, random.Random(seed))
+        # Replay the deal (each hand in ascending order, as the chance nodes deal it) and the moves.
+        dealt = resample_position(rnd, player_id, rng()).dealt_hands()
         state = self.get_game().new_initial_state()
-        tiles_in_deal_order = [tile for hand in hands for tile in sorted(hand)]
-        for tile in tiles_in_deal_order:
+        for tile in (tile for hand in dealt for tile in bit_indices(hand)):
             state.apply_action(tile)
         if state.lot_pending:
             state.apply_action(rnd.leader)
         for _, action in rnd.moves:
             state.apply_action(action)
         return state
-
-
-def _resample_hands(rnd: Round, player: int, rng: random.Random) -> list[list[int]]:
-    """Dealt hands (tile ids per seat) matching what ``player`` saw of ``rnd``: its own deal,
-    every tile placed by the seat that placed it, and the others' unseen tiles redealt so that
-    none holds a suit it passed on (the most constrained seats first; the last resort, after
-    many tries, ignores the voids)."""
-    ts, n = rnd.tiles, rnd.num_players
-    dealt = rnd.dealt_hands()
-    placed = [0] * n
-    for seat, action in rnd.moves:
-        if action != ts.pass_action:
-            placed[seat] |= 1 << (action >> 1)
-    hidden_pool = [
-        t for t in range(ts.num_tiles) if not (dealt[player] >> t & 1) and not any(p >> t & 1 for p in placed)
-    ]
-    others = sorted((s for s in range(n) if s != player), key=lambda s: -rnd.voids[s].bit_count())
-    for attempt in range(200):
-        pool = hidden_pool[:]
-        rng.shuffle(pool)
-        hands = {player: dealt[player]}
-        ok = True
-        for seat in others:
-            need = rnd.hands[seat].bit_count()
-            void = rnd.voids[seat] if attempt < 199 else 0
-            fits = [t for t in pool if not ((1 << ts.tiles[t][0] | 1 << ts.tiles[t][1]) & void)]
-            if len(fits) < need:
-                ok = False
-                break
-            chosen = fits[:need]
-            pool = [t for t in pool if t not in chosen]
-            hands[seat] = placed[seat] | sum(1 << t for t in chosen)
-        if ok:
-            break
-    return [[t for t in range(ts.num_tiles) if hands[s] >> t & 1] for s in range(n)]
 
 
 def resample_position(rnd: Round, player: int, rng: random.Random) -> Round:
