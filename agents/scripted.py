@@ -8,15 +8,15 @@ from functools import cache
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
-from block_env.batched import random_legal_actions
 from block_env.engine import PublicView
-from block_env.opponents import UNIFORM, random_legal_action
+from block_env.opponents import RandomOpponent
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
 
-class RandomAgent(Agent):
-    """Uniform over the legal actions (``act_batch``: for many games in one call).
+class RandomAgent(RandomOpponent, Agent):
+    """Uniform over the legal actions (``act_batch``: for many games in one call): the core's
+    :class:`block_env.opponents.RandomOpponent` as an agent of these rules.
 
     Examples:
         >>> import numpy as np
@@ -25,25 +25,9 @@ class RandomAgent(Agent):
         True
     """
 
-    name = "random"
-    observes = False  # act_batch reads the masks alone
-    compiled_policy = UNIFORM  # the vector env plays it inside its compiled loop
-
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
-        super().__init__(rules, seed, observation)
-        # A stream of its own for act_batch, so that act()'s stream is the same as ever.
-        self.batch_rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        if seed is not None:
-            self.batch_rng = np.random.default_rng(seed)
-
-    def act(self, obs: Observation) -> int:
-        return random_legal_action(obs["action_mask"], self.rng)
-
-    def act_batch(self, observations: np.ndarray | None, masks: np.ndarray) -> np.ndarray:
-        return random_legal_actions(masks, self.batch_rng)
+        Agent.__init__(self, rules, seed, observation)
+        self.reseed(seed)
 
 
 #: Greedy's order as weights of a move's score: per pip of the tile, for a double, per tile of

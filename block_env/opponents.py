@@ -88,12 +88,16 @@ class RandomOpponent:
     compiled_policy = UNIFORM  # the vector env plays it inside its compiled loop
 
     def __init__(self, seed: int | None = None) -> None:
-        self.reset(seed)
+        self.reseed(seed)
+
+    def reseed(self, seed: int | None) -> None:
+        """Both streams from ``seed``: ``act``'s, and ``act_batch``'s own."""
+        self.rng = random.Random(seed)
+        self.batch_rng = np.random.default_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:
-        if seed is not None or not hasattr(self, "rng"):
-            self.rng = random.Random(seed)
-            self.batch_rng = np.random.default_rng(seed)  # its own stream, so act()'s is unchanged
+        if seed is not None:
+            self.reseed(seed)
 
     def act(self, obs: dict[str, np.ndarray]) -> int:
         return random_legal_action(obs["action_mask"], self.rng)
