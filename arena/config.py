@@ -25,7 +25,7 @@ class ArenaConfig:
     """
 
     agents: tuple[str, ...]
-    rules: Rules = field(default_factory=Rules)  # a preset name is turned into its Rules
+    rules: Rules = field(default_factory=Rules)
     episode: str = "round"
     deals: int = 100
     seed: int = 0

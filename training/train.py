@@ -383,64 +383,73 @@ def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
 # -- callbacks --------------------------------------------------------------------------------
 
 
-class SelfPlayCallback(BaseCallback):
-    """Every ``opponents.snapshot_every`` steps, freeze the learner into the opponent pool
-    (the newest ``max_snapshots`` snapshots beside the scripted baselines)."""
+class PeriodicCallback(BaseCallback):
+    """Calls :meth:`on_period` each time another ``every`` env steps have passed (counted
+    from a multiple of ``every``, so that a resumed run keeps the same schedule)."""
 
-    def __init__(self, config: TrainConfig, paths: RunPaths, opponent_pool: list[str]) -> None:
+    def __init__(self, every: int) -> None:
         super().__init__()
-        self.config = config
-        self.paths = paths
-        self.opponent_pool = opponent_pool
-        self.every = config.opponents.snapshot_every
+        self.every = every
         self.next_at = 0
 
     def _on_training_start(self) -> None:
         self.next_at = (self.num_timesteps // self.every + 1) * self.every
 
     def _on_step(self) -> bool:
-        if self.num_timesteps < self.next_at:
-            return True
-        self.next_at += self.every
+        if self.num_timesteps >= self.next_at:
+            self.next_at += self.every
+            self.on_period()
+        return True
+
+    def on_period(self) -> None:
+        raise NotImplementedError
+
+
+class SelfPlayCallback(PeriodicCallback):
+    """Every ``opponents.snapshot_every`` steps, freeze the learner into the opponent pool
+    (the newest ``max_snapshots`` snapshots beside the scripted baselines)."""
+
+    def __init__(self, config: TrainConfig, paths: RunPaths, opponent_pool: list[str]) -> None:
+        super().__init__(config.opponents.snapshot_every)
+        self.config = config
+        self.paths = paths
+        self.opponent_pool = opponent_pool
+
+    def on_period(self) -> None:
         folder = save_policy_agent(self.model, self.paths.snapshots / f"step_{self.num_timesteps:09d}", self.config)
         self.opponent_pool[:] = opponent_pool(self.config, self.paths)
         self.training_env.env_method("set_opponents", list(self.opponent_pool))
         self.logger.record("self_play/snapshot", str(folder.name))
-        return True
 
 
-class EvaluateCallback(BaseCallback):
+class EvaluateCallback(PeriodicCallback):
     """Every ``eval.every`` steps, play the baselines (masks on), log the margins to
     TensorBoard and the learning curve, and keep the best agent so far."""
 
     def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
-        super().__init__()
+        super().__init__(config.eval.every)
         self.config = config
         self.paths = paths
-        self.every = config.eval.every
-        self.next_at = 0
         self.best = -float("inf")
         self.last_at = -1
 
     def _on_training_start(self) -> None:
-        self.next_at = (self.num_timesteps // self.every + 1) * self.every
+        super()._on_training_start()
         if self.paths.curve_csv.exists():
             rows = list(csv.DictReader(self.paths.curve_csv.open()))
             self.best = max((float(r["mean_margin"]) for r in rows), default=-float("inf"))
         else:
             self.evaluate()  # the starting point of the curve (after any warm start)
 
-    def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next_at:
-            self.next_at += self.every
-            self.evaluate()
-        return True
-
     def _on_training_end(self) -> None:
         if self.last_at != self.num_timesteps:
             self.evaluate()
 
+    def on_period(self) -> None:
+        self.evaluate()
+
     def evaluate(self) -> None:
+        """A learning-curve point now: the latest agent against the baselines."""
         config, paths = self.config, self.paths
         self.last_at = self.num_timesteps
         latest = save_policy_agent(self.model, paths.agent(LATEST), config)
@@ -471,24 +480,16 @@ def opponent_pool(config: TrainConfig, paths: RunPaths, with_snapshots: bool = T
     return pool or ["random"]  # self-play only, before the first snapshot
 
 
-class CheckpointCallback(BaseCallback):
+class CheckpointCallback(PeriodicCallback):
     """Every ``checkpoint_every`` steps, a resumable checkpoint ``checkpoints/ppo_STEPS_steps.zip``,
     written atomically: a process killed while saving leaves the previous checkpoints whole."""
 
     def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
-        super().__init__()
-        self.every = config.checkpoint_every
+        super().__init__(config.checkpoint_every)
         self.paths = paths
-        self.next_at = 0
 
-    def _on_training_start(self) -> None:
-        self.next_at = (self.num_timesteps // self.every + 1) * self.every
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next_at:
-            self.next_at += self.every
-            save_checkpoint(self.model, self.paths)
-        return True
+    def on_period(self) -> None:
+        save_checkpoint(self.model, self.paths)
 
 
 def save_checkpoint(model: Any, paths: RunPaths) -> Path:
