@@ -21,7 +21,7 @@ Examples:
 from __future__ import annotations
 
 from block_env.arena.config import ArenaConfig, default_workers
-from block_env.arena.play import evaluate, play_deal, play_episode, run_arena
+from block_env.arena.play import evaluate, evaluate_into, play_deal, play_episode, run_arena
 from block_env.arena.records import RECORDS_FILE
 from block_env.arena.report import AgentReport, ArenaReport, markdown, summarize, write_outputs
 from block_env.arena.stats import Estimate, mean_ci
@@ -34,6 +34,7 @@ __all__ = [
     "Estimate",
     "default_workers",
     "evaluate",
+    "evaluate_into",
     "markdown",
     "mean_ci",
     "play_deal",

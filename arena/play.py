@@ -15,8 +15,8 @@ from typing import Any
 from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent
 from block_env.arena.config import ArenaConfig, rotations, tables
-from block_env.arena.records import append_deal, open_records
-from block_env.arena.report import ArenaReport, summarize
+from block_env.arena.records import RECORDS_FILE, append_deal, open_records
+from block_env.arena.report import ArenaReport, summarize, write_outputs
 from block_env.episodes import play_moves
 from block_env.rules import Rules, resolve_rules
 from block_env.seeding import deal_seeds, seat_seed
@@ -170,6 +170,24 @@ def _progress_bar(enabled: bool, total: int, description: str) -> Iterator[Calla
     with Progress(*columns) as progress:
         task = progress.add_task(description, total=total)
         yield lambda: progress.advance(task)
+
+
+def evaluate_into(
+    config: ArenaConfig,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    ray_address: str | None = None,
+    progress: bool = True,
+) -> tuple[ArenaReport, dict[str, Path]]:
+    """Play ``config`` with its records in ``out/records.jsonl`` (``resume`` continues them),
+    then write the summaries there; the report and the summary files written."""
+    folder = Path(out)
+    records = run_arena(
+        config, progress=progress, records_path=folder / RECORDS_FILE, resume=resume, ray_address=ray_address
+    )
+    report = summarize(config, records)
+    return report, write_outputs(report, folder)
 
 
 def evaluate(

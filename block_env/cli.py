@@ -58,7 +58,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from block_env.agents import make_agent
-    from block_env.arena import RECORDS_FILE, ArenaConfig, markdown, run_arena, summarize, write_outputs
+    from block_env.arena import RECORDS_FILE, ArenaConfig, evaluate_into, markdown
 
     config = ArenaConfig(
         agents=tuple(args.agents),
@@ -76,14 +76,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if records.exists() and not args.resume:
         raise ValueError(f"{records} exists: pass --resume to continue that run, or choose another --out")
     try:
-        played = run_arena(
-            config, progress=not args.quiet, records_path=records, resume=args.resume, ray_address=args.ray
-        )
+        report, paths = evaluate_into(config, out, resume=args.resume, ray_address=args.ray, progress=not args.quiet)
     except KeyboardInterrupt:
         print(f"interrupted: the finished deals are in {records}; continue with the same command and --resume")
         return 130
-    report = summarize(config, played)
-    paths = write_outputs(report, out)
     print(markdown(report))
     print("wrote " + ", ".join(str(p) for p in [*paths.values(), records]))
     return 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from block_env.arena import RECORDS_FILE, ArenaConfig, ArenaReport, run_arena, summarize, write_outputs
+from block_env.arena import ArenaConfig, ArenaReport, evaluate_into
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 from block_env.training.train import BEST, STEP_0, train
@@ -45,6 +45,5 @@ def run_main_job(config: TrainConfig, out: Path, *, workers: int = 1, progress: 
     summary = train(config, out, progress=progress)
     if summary.get("interrupted"):
         return MainJobResult(summary, None, {})
-    arena = final_arena(config, out, workers)
-    report = summarize(arena, run_arena(arena, progress=progress, records_path=out / "arena" / RECORDS_FILE))
-    return MainJobResult(summary, report, write_outputs(report, out / "arena"))
+    report, files = evaluate_into(final_arena(config, out, workers), out / "arena", progress=progress)
+    return MainJobResult(summary, report, files)
