@@ -8,10 +8,13 @@ all written through these.
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _temporary(path: Path) -> Path:
@@ -36,6 +39,15 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, path)
+
+
+def write_csv_atomically(path: str | Path, fieldnames: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """A CSV file with a header and ``rows`` (dicts by field name), written atomically."""
+    table = io.StringIO(newline="")
+    writer = csv.DictWriter(table, fieldnames=list(fieldnames))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(path, table.getvalue())
 
 
 def save_atomically(path: str | Path, save: Callable[[Path], object]) -> None:

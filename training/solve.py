@@ -14,8 +14,6 @@ mean award of a round (the mean points a round pays, under uniform random play).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import time
 from collections.abc import Sequence
@@ -24,7 +22,7 @@ from typing import Any
 
 import pyspiel
 
-from block_env.files import save_atomically, write_atomically
+from block_env.files import save_atomically, write_atomically, write_csv_atomically
 from block_env.openspiel import AgentPolicy
 from block_env.validation import check_int
 
@@ -114,11 +112,7 @@ def _write_curve(folder: Path, curve: list[dict[str, float]], rules: str, scale:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    table = io.StringIO(newline="")
-    writer = csv.DictWriter(table, fieldnames=["iteration", "nash_conv", "seconds"])
-    writer.writeheader()
-    writer.writerows(curve)
-    write_atomically(folder / "nash_conv.csv", table.getvalue())
+    write_csv_atomically(folder / "nash_conv.csv", ["iteration", "nash_conv", "seconds"], curve)
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     ax.loglog([c["iteration"] for c in curve], [c["nash_conv"] for c in curve], marker="o", color="#2f7d4f")
     ax.axhline(0.01 * scale, color="grey", linestyle="--", label="1% of the mean award")
@@ -132,11 +126,7 @@ def _write_curve(folder: Path, curve: list[dict[str, float]], rules: str, scale:
 
 
 def _write_agents(folder: Path, rows: list[dict[str, Any]], rules: str, iterations: int, scale: float) -> None:
-    table = io.StringIO(newline="")
-    writer = csv.DictWriter(table, fieldnames=["agent", "nash_conv", "share_of_mean_award"])
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomically(folder / "agents.csv", table.getvalue())
+    write_csv_atomically(folder / "agents.csv", ["agent", "nash_conv", "share_of_mean_award"], rows)
     lines = [
         f"Exact NashConv on `{rules}` (points per round; the mean award under uniform play is {scale:.3f}); "
         f"CFR+ after {iterations} iterations.",

@@ -9,7 +9,6 @@ learn, write the outputs. ``block-dominoes train --config configs/default.yaml``
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import shutil
@@ -30,7 +29,7 @@ from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.policy import activation_class, policy_shape, save_agent
 from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.episodes import play_moves
-from block_env.files import replace_folder, save_atomically, write_atomically
+from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
 from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for
 from block_env.seeding import derive_seed
@@ -460,11 +459,7 @@ class EvaluateCallback(PeriodicCallback):
                 self.logger.record(f"eval/{key}", value)
         self.logger.dump(self.num_timesteps)
         rows = list(csv.DictReader(paths.curve_csv.open())) if paths.curve_csv.exists() else []
-        table = io.StringIO(newline="")
-        writer = csv.DictWriter(table, fieldnames=list(row))
-        writer.writeheader()
-        writer.writerows([*rows, row])
-        write_atomically(paths.curve_csv, table.getvalue())  # a crash keeps every earlier point
+        write_csv_atomically(paths.curve_csv, list(row), [*rows, row])  # a crash keeps every earlier point
         if row["mean_margin"] > self.best:
             self.best = row["mean_margin"]
             with replace_folder(paths.agent(BEST)) as best:
