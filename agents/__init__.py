@@ -120,21 +120,22 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         from block_env.agents.policy import PolicyAgent
 
         return PolicyAgent(rules, seed, observation, **kwargs)
-    if name == OPENSPIEL:
-        try:
-            from block_env.agents.openspiel import OpenSpielAgent
-        except ImportError as e:
-            raise ValueError(
-                f"the openspiel agents need the [openspiel] extra (pip install 'block-env[openspiel]'): {e}"
-            ) from None
-        try:
-            return OpenSpielAgent(rules, seed, observation, **kwargs)
-        except TypeError as e:
-            raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
+    agent_class = _openspiel_agent_class() if name == OPENSPIEL else AGENTS[name]
     try:
-        return AGENTS[name](rules, seed, observation, **kwargs)
+        return agent_class(rules, seed, observation, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
+
+
+def _openspiel_agent_class() -> type[Agent]:
+    """The ``openspiel:`` agents' class, imported on first use (the [openspiel] extra)."""
+    try:
+        from block_env.agents.openspiel import OpenSpielAgent
+    except ImportError as e:
+        raise ValueError(
+            f"the openspiel agents need the [openspiel] extra (pip install 'block-env[openspiel]'): {e}"
+        ) from None
+    return OpenSpielAgent
 
 
 class AgentFactory:
