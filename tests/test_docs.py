@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +98,14 @@ def test_nothing_names_a_tracker_item():
     for path in SOURCES:
         match = numbered_item.search(path.read_text(errors="ignore"))
         assert match is None, f"{path.relative_to(ROOT)} names {match.group(0)!r}"
+
+
+def test_the_docs_site_builds_strictly(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "site" / "rules" / "index.html").exists()
