@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -98,6 +98,13 @@ class Layout:
 
     def high(self) -> np.ndarray:
         return np.concatenate([np.full(p.size, p.high, dtype=np.float32) for p in self.pieces])
+
+    @cached_property
+    def bounds(self) -> np.ndarray:
+        """Every value's upper bound (read-only; :meth:`high` gives a fresh copy)."""
+        high = self.high()
+        high.flags.writeable = False
+        return high
 
     def markdown(self) -> str:
         rows = ["| piece | offset | shape | range | meaning |", "|---|---|---|---|---|"]
@@ -648,12 +655,15 @@ def _checked_views(vector: Any, layout: Layout) -> dict[str, np.ndarray]:
             f"an observation is a flat array of {layout.size} numbers, got {type(vector).__name__}"
         ) from None
     v = layout.views(buf)  # ValueError names the expected shape
-    for piece in layout.pieces:
-        values = v[piece.name]
-        if not (np.isfinite(values).all() and (values >= 0).all() and (values <= np.float32(piece.high)).all()):
-            raise ValueError(
-                f"observation piece {piece.name!r} must hold values in 0..{piece.high:g}; got {values.ravel()[:8].tolist()}"
-            )
+    # One pass over the whole vector (NaN fails both comparisons); the pieces are searched
+    # only to name the one that is out of range.
+    if not ((buf >= 0) & (buf <= layout.bounds)).all():
+        for piece in layout.pieces:
+            values = v[piece.name]
+            if not (np.isfinite(values).all() and (values >= 0).all() and (values <= np.float32(piece.high)).all()):
+                raise ValueError(
+                    f"observation piece {piece.name!r} must hold values in 0..{piece.high:g}; got {values.ravel()[:8].tolist()}"
+                )
     return v
 
 
@@ -690,6 +700,8 @@ def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation
     """What the observing seat knows, read from its observation dict (either encoding) alone:
     the same :class:`PublicView` that ``Round.public_view`` gives from the engine."""
     rules = resolve_rules(rules)
+    if observation == "vector":
+        return _read_vector_view(obs, rules)
     d = decode_observation(obs["observation"], rules, observation=observation)
     ts = rules.tile_set
     return PublicView(
@@ -705,6 +717,35 @@ def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation
         passes=d["passes"],
         scores=tuple(d["scores"]),
         legal=tuple(int(a) for a in np.flatnonzero(obs["action_mask"])),
+    )
+
+
+
+def _bits_mask(row: np.ndarray) -> int:
+    """The set bits of a 0/1 row as a Python int (bit i for column i; any width)."""
+    return int.from_bytes(np.packbits(row > 0.5, bitorder="little").tobytes(), "little")
+
+
+def _read_vector_view(obs: dict[str, np.ndarray], rules: Rules) -> PublicView:
+    """:func:`read_public_view` for the "vector" encoding, straight to bitmasks: what every
+    scripted agent reads each move (the same checks and facts as decoding to named parts)."""
+    v = _checked_views(obs["observation"], layout_for(rules, "vector"))
+    target = rules.resolved_target
+    left, right = _one_hot_index(v["ends"][0]), _one_hot_index(v["ends"][1])
+    opening = _one_hot_index(v["opening"])
+    return PublicView(
+        rules=rules,
+        hand=_bits_mask(v["hand"]),
+        ends=None if left is None or right is None else (left, right),
+        played=_bits_mask(v["played"]),
+        opening=opening,
+        leader=_one_hot_index(v["leader"]) or 0,
+        to_play=_one_hot_index(v["to_play"]),
+        hand_counts=tuple(int(round(x)) for x in v["hand_counts"].tolist()),
+        voids=tuple(_bits_mask(row) for row in v["voids"]),
+        passes=int(round(float(v["passes"][0]))),
+        scores=tuple(int(round(x * target)) for x in v["scores"].tolist()),
+        legal=tuple(np.flatnonzero(obs["action_mask"]).tolist()),
     )
 
 
