@@ -19,6 +19,7 @@ from block_env.files import replace_folder
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS
 from block_env.rules import Rules
+from block_env.validation import is_number
 
 AGENT_JSON = "agent.json"
 POLICY_WEIGHTS = "policy.pth"
@@ -59,8 +60,18 @@ def build_policy(metadata: dict[str, Any]) -> Any:
     )
 
 
-def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, net_arch: dict, activation: str) -> Path:
-    """Write a policy as an agent folder (agent.json + policy.pth)."""
+def save_agent(
+    policy: Any,
+    path: str | Path,
+    rules: Rules,
+    observation: str,
+    net_arch: dict,
+    activation: str,
+    value_scale: float | None = None,
+) -> Path:
+    """Write a policy as an agent folder (agent.json + policy.pth). ``value_scale``: the
+    value head's units per zero-sum point, when it estimates those from the observation
+    (what a search reads at its leaves)."""
     import dataclasses
 
     import torch
@@ -75,6 +86,8 @@ def save_agent(policy: Any, path: str | Path, rules: Rules, observation: str, ne
         "net_arch": {k: list(v) for k, v in net_arch.items()},
         "activation": activation,
     }
+    if value_scale is not None:
+        metadata["value_scale"] = value_scale
     with replace_folder(folder) as temporary:  # a crash never leaves a half-written agent
         (temporary / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
         torch.save(policy.state_dict(), temporary / POLICY_WEIGHTS)
@@ -128,6 +141,9 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         raise bad("net_arch", 'an object {"pi": [sizes], "vf": [sizes]} of positive ints')
     if metadata.get("activation") not in ACTIVATIONS:
         raise bad("activation", f"one of {ACTIVATIONS}")
+    scale = metadata.get("value_scale")
+    if scale is not None and (not is_number(scale) or scale <= 0):
+        raise bad("value_scale", "a positive number (value-head units per point), or absent")
     return metadata
 
 
@@ -161,18 +177,23 @@ def _relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0, dtype=np.float32)
 
 
-def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Any]]:
-    """A MaskableActorCriticPolicy's actor (policy network, then action head) as numpy
-    ``(weight (in, out), bias, activation or None)`` steps; its features extractor must be
-    SB3's flatten (the identity on these 1-D observations)."""
+def network_layers(policy: Any, part: str = "actor") -> list[tuple[np.ndarray, np.ndarray, Any]]:
+    """A MaskableActorCriticPolicy's actor (policy network, then action head) or critic (value
+    network, then value head) as numpy ``(weight (in, out), bias, activation or None)`` steps;
+    its features extractor must be SB3's flatten (the identity on these 1-D observations)."""
     import torch
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
     if not isinstance(policy.pi_features_extractor, FlattenExtractor):
         raise ValueError(f"expected a flatten features extractor, got {type(policy.pi_features_extractor).__name__}")
     activations = {torch.nn.Tanh: np.tanh, torch.nn.ReLU: _relu}
+    modules = (
+        [*policy.mlp_extractor.policy_net, policy.action_net]
+        if part == "actor"
+        else [*policy.mlp_extractor.value_net, policy.value_net]
+    )
     layers: list[list[Any]] = []
-    for module in [*policy.mlp_extractor.policy_net, policy.action_net]:
+    for module in modules:
         if isinstance(module, torch.nn.Linear):
             weight = module.weight.detach().numpy().T.copy()
             layers.append([weight, module.bias.detach().numpy().copy(), None])
@@ -181,6 +202,15 @@ def actor_layers(policy: Any) -> list[tuple[np.ndarray, np.ndarray, Any]]:
         else:
             raise ValueError(f"unexpected layer {module!r} in the policy network")
     return [tuple(layer) for layer in layers]
+
+
+def _forward(layers: list[tuple[np.ndarray, np.ndarray, Any]], observations: np.ndarray) -> np.ndarray:
+    x = np.asarray(observations, dtype=np.float32)
+    for weight, bias, activation in layers:
+        x = x @ weight + bias
+        if activation is not None:
+            x = activation(x)
+    return x
 
 
 def _folder_version(folder: Path) -> tuple[str, int, int]:
@@ -194,14 +224,14 @@ def _folder_version(folder: Path) -> tuple[str, int, int]:
 
 
 @functools.lru_cache(maxsize=16)
-def _loaded_policy(folder: str, *version: int) -> tuple[Any, list]:
-    """The torch policy of an agent folder (in eval mode) and its actor's layers in numpy,
+def _loaded_policy(folder: str, *version: int) -> tuple[Any, list, list]:
+    """The torch policy of an agent folder (in eval mode) and its actor's and critic's layers in numpy,
     loaded once and shared by every agent playing that folder: neither is ever changed after
     loading, and a server with hundreds of games holds one copy."""
     policy = build_policy(load_agent_metadata(folder))
     load_policy_weights(folder, policy)
     policy.set_training_mode(False)
-    return policy, actor_layers(policy)
+    return policy, network_layers(policy, "actor"), network_layers(policy, "critic")
 
 
 class PolicyAgent(Agent):
@@ -238,7 +268,8 @@ class PolicyAgent(Agent):
                 f"{path} was trained for {trained} with the {metadata['observation']!r} encoding; "
                 f"it cannot play {self.rules} with {observation!r}"
             )
-        self.policy, self._actor = _loaded_policy(*_folder_version(Path(path)))
+        self.policy, self._actor, self._critic = _loaded_policy(*_folder_version(Path(path)))
+        self.value_scale: float | None = metadata.get("value_scale")
         self.deterministic = deterministic
         self.name = f"policy:{Path(path).name}"
 
@@ -246,12 +277,19 @@ class PolicyAgent(Agent):
         """The policy's action logits for (k, size) observations: its actor's layers in numpy
         (the same float32 arithmetic as the torch module; without torch's per-call overhead one
         decision takes about 10 us instead of about 100 us, which the arena and play pay per move)."""
-        x = np.asarray(observations, dtype=np.float32)
-        for weight, bias, activation in self._actor:
-            x = x @ weight + bias
-            if activation is not None:
-                x = activation(x)
-        return x
+        return _forward(self._actor, observations)
+
+    def values(self, observations: np.ndarray) -> np.ndarray:
+        """The value head's estimate, in points for the observer's side (zero-sum), of the
+        round from each of (k, size) observations; ValueError for an agent whose agent.json
+        has no ``value_scale`` (its value head was not trained on zero-sum points, or it read
+        hidden hands and was not kept)."""
+        if self.value_scale is None:
+            raise ValueError(
+                f"{self.name} has no value estimate: its agent.json has no value_scale (a value head trained "
+                "on zero-sum points, with the critic reading the observation)"
+            )
+        return _forward(self._critic, observations)[:, 0] / self.value_scale
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One forward pass for every game waiting on this policy (masked like ``act``)."""

@@ -105,6 +105,11 @@ class PretrainConfig:
     """Imitation warm start: before PPO, fit the policy to a teacher agent's moves and the
     value head to the teacher games' outcomes (behaviour cloning). ``teacher: null`` skips it."""
 
+    init_from: str | None = None
+    """A trained agent (``pretrained:NAME`` or ``policy:PATH``) whose policy network the
+    learner starts from, before any imitation: the same rules, encoding, ``ppo.net_arch`` and
+    ``ppo.activation``. Its value head comes too when the critic reads the observation; the
+    full-information critic starts fresh. null: a fresh network."""
     teacher: str | None = "strategic"
     """Agent spec whose decisions are imitated (every seat of the teacher games), or null."""
     decisions: int = 40_000
@@ -117,6 +122,8 @@ class PretrainConfig:
     """Adam step size of the warm start."""
 
     def validate(self) -> None:
+        if self.init_from is not None and parse_spec(self.init_from)[0] not in ("policy", "pretrained"):
+            raise ValueError(f"pretrain.init_from must be pretrained:NAME or policy:PATH, got {self.init_from!r}")
         if self.teacher is not None:
             _unattended_spec("pretrain.teacher", self.teacher)
         check_number("pretrain.decisions", self.decisions, positive=True)
@@ -190,6 +197,9 @@ class TrainConfig:
     """Seeds the model, the envs and the evaluations."""
     checkpoint_every: int = 50_000
     """Environment steps between resumable checkpoints."""
+    update_threads: int = 0
+    """torch threads for each PPO update with the batched env (rollouts always use one);
+    0: every core this process may use."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
@@ -209,6 +219,7 @@ class TrainConfig:
         check_number("total_timesteps", self.total_timesteps, positive=True)
         check_number("n_envs", self.n_envs, positive=True)
         check_number("checkpoint_every", self.checkpoint_every, positive=True)
+        check_int("update_threads", self.update_threads, low=0)
         self.ppo.validate()
         if self.ppo.asymmetric and self.vec_env != "batched":
             raise ValueError(
@@ -224,6 +235,8 @@ class TrainConfig:
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
         if self.pretrain.teacher is not None:
             specs.append(("pretrain.teacher", self.pretrain.teacher))
+        if self.pretrain.init_from is not None:
+            specs.append(("pretrain.init_from", self.pretrain.init_from))
         rules = self.resolved_rules()
         for name, spec in specs:
             try:
