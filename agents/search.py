@@ -5,15 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.agents.policy import PolicyAgent
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
-from block_env.agents.search_playouts import play_out, sample_hidden_hands
+from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, sample_hidden_hands
 from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
+from block_env.observations import batch_encoder
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
-PLAYOUTS = ("greedy", "heuristic", "random")
+PLAYOUTS = ("greedy", "heuristic", "random", "policy")
+#: Built-in priors; a trained agent's spec (pretrained:NAME, policy:PATH) is a prior too.
 PRIORS = ("strategic", "none")
+LEAVES = ("end", "value")
 ENGINES = ("batched", "scalar")
 #: Tries at a deal that respects every shown void; the last one ignores voids (a last resort).
 SAMPLE_ATTEMPTS = 20
@@ -24,21 +28,31 @@ class SearchAgent(Agent):
     """Determinized Monte Carlo: sample hidden deals consistent with everything public
     (hand counts, tiles out of play or unseen, voids shown by passes), play every legal
     move in each sampled world, finish the round with a fast playout policy, and choose the
-    move with the best mean round value for its side (zero-sum points). With the strategic
-    prior it keeps the strategic agent's move unless the search's best move beats it on the
-    same sampled worlds by more than ``confidence`` standard errors.
+    move with the best mean round value for its side (zero-sum points). With a prior it keeps
+    the prior's move unless the search's best move beats it on the same sampled worlds by
+    more than ``confidence`` standard errors.
+
+    Guided by a trained agent (``prior=pretrained:standard``), the search can also play its
+    worlds out with that agent's network (``playout=policy``: every seat's moves drawn from
+    its distribution) and stop at a value estimate (``leaf=value``: play on until this seat
+    is to move again, then read the network's value head), instead of scripted playouts to
+    the round's end.
 
     Args:
         worlds: deals sampled per decision (the budget; each world plays every legal move).
         playout: "greedy" (heaviest tile first), "heuristic" (heavy tiles, doubles, and
-            keeping tiles that follow the new ends), each with ``epsilon`` random moves; or
-            "random".
+            keeping tiles that follow the new ends), each with ``epsilon`` random moves;
+            "random"; or "policy" (the prior's network; needs a trained prior).
         epsilon: probability of a random move inside greedy and heuristic playouts.
-        prior: "strategic" (default) or "none".
+        prior: "strategic" (default), "none", or a trained agent's spec (``pretrained:NAME``
+            or ``policy:PATH``, reading the "vector" encoding).
+        leaf: "end" (default: play each world to the round's end) or "value" (the prior's
+            value head once this seat is to move again; needs a trained prior whose
+            agent.json has a ``value_scale``).
         confidence: standard errors the search's best move must win by to override the prior.
         engine: "batched" (default: every world and move played out at once on the batched
             engine) or "scalar" (one by one on the scalar engine: the reference it was
-            measured against).
+            measured against; scripted playouts only).
 
     Examples:
         >>> from block_env import raw_env
@@ -47,6 +61,9 @@ class SearchAgent(Agent):
         >>> agent = SearchAgent(env.rules, seed=0, worlds=8)
         >>> action = agent.act(env.observe(env.agent_selection))
         >>> env.observe(env.agent_selection)["action_mask"][action]
+        np.int8(1)
+        >>> guided = SearchAgent(env.rules, seed=0, worlds=8, prior="pretrained:standard", playout="policy")
+        >>> env.observe(env.agent_selection)["action_mask"][guided.act(env.observe(env.agent_selection))]
         np.int8(1)
     """
 
@@ -61,6 +78,7 @@ class SearchAgent(Agent):
         playout: str = "heuristic",
         epsilon: float = 0.15,
         prior: str = "strategic",
+        leaf: str = "end",
         confidence: float = 1.0,
         engine: str = "batched",
     ) -> None:
@@ -71,14 +89,29 @@ class SearchAgent(Agent):
             raise ValueError(f"search playout must be one of {PLAYOUTS}, got {playout!r}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
-        if prior not in PRIORS:
-            raise ValueError(f"search prior must be one of {PRIORS}, got {prior!r}")
+        if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
+            raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
+        if leaf not in LEAVES:
+            raise ValueError(f"search leaf must be one of {LEAVES}, got {leaf!r}")
         if not isinstance(confidence, (int, float)) or confidence < 0:
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
         if engine not in ENGINES:
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
         self.engine = engine
-        self.prior = StrategicAgent(self.rules, seed, observation) if prior == "strategic" else None
+        self.guide = self._trained_prior(prior, seed) if ":" in prior else None
+        if self.guide is None and (playout == "policy" or leaf == "value"):
+            raise ValueError(
+                f"search playout='policy' and leaf='value' read a trained prior's network "
+                f"(prior=pretrained:NAME or policy:PATH), got prior={prior!r}"
+            )
+        if self.guide is not None and engine != "batched":
+            raise ValueError("a search guided by a trained prior runs on the batched engine (engine='batched')")
+        if leaf == "value" and self.guide is not None:
+            self.guide.values(np.zeros((0, self.guide.policy.observation_space.shape[0])))  # refuses: no value head
+        self.prior: StrategicAgent | PolicyAgent | None = (
+            StrategicAgent(self.rules, seed, observation) if prior == "strategic" else self.guide
+        )
+        self.leaf = leaf
         self.confidence = float(confidence)
         self.worlds = worlds
         self.playout = playout
@@ -95,6 +128,20 @@ class SearchAgent(Agent):
         w = PLAYOUT_WEIGHTS
         self._weights = GREEDY_WEIGHTS if playout == "greedy" else (w.pips, w.double, w.control)
         self._batches: dict[int, BatchedGames] = {}  # one batch per size, reused decision after decision
+        self._encode = batch_encoder(self.rules, "vector") if self.guide is not None else None
+
+    def _trained_prior(self, spec: str, seed: int | None) -> PolicyAgent:
+        """The trained agent a guided search reads (its moves, network and value head)."""
+        from block_env.agents import make_agent  # the spec parser lives in the package above
+
+        agent = make_agent(spec, self.rules, seed, "vector")
+        if not isinstance(agent, PolicyAgent):
+            raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
+        if self.observation != "vector":
+            raise ValueError(
+                f"a search guided by a trained prior reads the 'vector' encoding, got {self.observation!r}"
+            )
+        return agent
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -113,10 +160,13 @@ class SearchAgent(Agent):
         best = means.index(max(means))
         if self.prior is None:
             return legal[best]
-        # Keep the strategic move unless search finds a better one with some confidence:
+        # Keep the prior's move unless search finds a better one with some confidence:
         # the paired mean difference must exceed ``confidence`` standard errors.
-        scores = [self.prior.score(k, a) for a in legal]
-        default = scores.index(max(scores))
+        if isinstance(self.prior, PolicyAgent):
+            default = legal.index(self.prior.act(obs))
+        else:
+            scores = [self.prior.score(k, a) for a in legal]
+            default = scores.index(max(scores))
         if best == default or self.worlds < 2:
             return legal[best]
         diffs = [b - d for b, d in zip(values[best], values[default])]
@@ -142,13 +192,34 @@ class SearchAgent(Agent):
             leader=k.leader,
             passes=k.passes,
             voids=np.array(k.voids),
+            opening=k.opening,
         )
         first = games.step(np.tile(np.array(legal, dtype=np.int64), len(worlds)), check=False)
-        rest = play_out(games, np.flatnonzero(~games.over), self._weights, self.epsilon, seed=self.rng.getrandbits(63))
+        until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
+        rest = play_out(games, np.flatnonzero(~games.over), self._playout_moves(games), until_seat)
         value = np.zeros(games.num_games)
         for results in (first, rest):
             value[results.games] = results.side_values("zero_sum")[:, 0]  # my side is side 0
+        if until_seat is not None:  # the worlds still in play: the value head, from my seat
+            assert self.guide is not None and self._encode is not None
+            waiting = np.flatnonzero(~games.over)
+            value[waiting] = self.guide.values(self._encode(games, waiting, np.zeros(len(waiting), dtype=np.int64)))
         return value.reshape(len(worlds), num_legal).T.tolist()
+
+    def _playout_moves(self, games: BatchedGames) -> MoveChooser:
+        """The playout policy over ``games``: scripted (compiled) or the prior's network."""
+        seed = self.rng.getrandbits(63)
+        if self.playout != "policy":
+            return heuristic_moves(games, self._weights, self.epsilon, seed)
+        guide, encode = self.guide, self._encode
+        assert guide is not None and encode is not None
+        rng = np.random.default_rng(seed)
+
+        def choose(active: np.ndarray, masks: np.ndarray) -> np.ndarray:
+            logits = np.where(masks, guide.logits(encode(games, active, games.current[active])), -np.inf)
+            return (logits + rng.gumbel(size=logits.shape)).argmax(axis=1)  # a draw from the softmax
+
+        return choose
 
     def _scalar_values(self, k: PublicView, legal: list[int], worlds: np.ndarray) -> list[list[float]]:
         """The reference: each (world, move) played out one by one on the scalar engine."""

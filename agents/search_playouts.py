@@ -7,47 +7,57 @@ rules stay in one place; only the playout policy and the sampling are the search
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
 from block_env.batched import BatchedGames, BatchResults, next_random, shuffle_in_place
 from block_env.rules import Rules
 
+#: A playout policy: the moves of ``games`` (indices into a batch) given their legal masks.
+MoveChooser = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
 
 def play_out(
-    batch: BatchedGames, games: np.ndarray, weights: tuple[float, float, float], epsilon: float, seed: int
+    batch: BatchedGames, games: np.ndarray, choose: MoveChooser, until_seat: int | None = None
 ) -> BatchResults:
-    """Play every game in ``games`` to the end of its round with a fast playout policy:
-    with probability ``epsilon`` a uniformly random legal move, else the move scoring best
-    on ``weights`` = (per pip of the tile, for a double, per tile of mine that follows the
-    new ends); a forced move is played as it is. For search agents. Returns the results."""
+    """Play every game in ``games`` with ``choose`` to the end of its round or, with
+    ``until_seat``, until that seat is to move (a search's value-network leaf). Returns the
+    results of the rounds that ended; the others stay where they stopped."""
     t = batch.tables
     active = np.asarray(games, dtype=np.int64)
-    weights_array = np.array(weights, dtype=np.float64)
-    rng_states = np.random.default_rng(seed).integers(0, 2**63, size=batch.num_games, dtype=np.uint64)
+    if until_seat is not None:
+        active = active[batch.current[active] != until_seat]
     results = []
     while len(active):
-        masks = batch.legal_mask(active)
+        results.append(batch.step(choose(active, batch.legal_mask(active)), active, check=False))
+        active = active[~batch.over[active]]
+        if until_seat is not None:
+            active = active[batch.current[active] != until_seat]
+    return BatchResults.concatenate(results, t.num_players, t.num_sides)
+
+
+def heuristic_moves(batch: BatchedGames, weights: tuple[float, float, float], epsilon: float, seed: int) -> MoveChooser:
+    """The scripted playout policy over ``batch``, in compiled code: with probability
+    ``epsilon`` a uniformly random legal move, else the move scoring best on ``weights`` =
+    (per pip of the tile, for a double, per tile of mine that follows the new ends); a forced
+    move is played as it is."""
+    t = batch.tables
+    weights_array = np.array(weights, dtype=np.float64)
+    rng_states = np.random.default_rng(seed).integers(0, 2**63, size=batch.num_games, dtype=np.uint64)
+
+    def choose(active: np.ndarray, masks: np.ndarray) -> np.ndarray:
         actions = np.empty(len(active), dtype=np.int64)
         streams = rng_states[active]
         _playout_kernel(
-            active,
-            masks,
-            weights_array,
-            float(epsilon),
-            streams,
-            batch.owner,
-            batch.left,
-            batch.right,
-            batch.current,
-            t.low,
-            t.high,
-            actions,
-        )
+            active, masks, weights_array, float(epsilon), streams, batch.owner, batch.left, batch.right,
+            batch.current, t.low, t.high, actions,
+        )  # fmt: skip
         rng_states[active] = streams
-        results.append(batch.step(actions, active, check=False))
-        active = active[~batch.over[active]]
-    return BatchResults.concatenate(results, t.num_players, t.num_sides)
+        return actions
+
+    return choose
 
 
 def sample_hidden_hands(

@@ -403,9 +403,11 @@ class BatchedGames:
         leader: int,
         passes: int,
         voids: np.ndarray,
+        opening: int | None = None,
     ) -> None:
         """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
-        per game; the public facts shared by all. Scores and move records start empty."""
+        per game; the public facts shared by all (``opening``: the tile the line opened with,
+        which observations show). Scores and move records start empty."""
         t = self.tables
         owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
         for seat in range(t.num_players):
@@ -419,7 +421,7 @@ class BatchedGames:
         self.forced[:] = -1
         self.passes[:] = passes
         self.voids[:] = voids
-        self.opening[:] = -1
+        self.opening[:] = -1 if opening is None else opening
         self.num_moves[:] = 0
         self.scores[:] = 0
         self.over[:] = False

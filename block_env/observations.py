@@ -720,7 +720,6 @@ def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation
     )
 
 
-
 def _bits_mask(row: np.ndarray) -> int:
     """The set bits of a 0/1 row as a Python int (bit i for column i; any width)."""
     return int.from_bytes(np.packbits(row > 0.5, bitorder="little").tobytes(), "little")
