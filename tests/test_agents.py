@@ -42,7 +42,12 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
     "spec, preset",
     [(spec, preset) for spec in SCRIPTED for preset in ["standard", "standard_3p", "partnership"]]
     # trained agents too: a deployed policy reads only its seat's observation
-    + [(f"pretrained:{preset}", preset) for preset in ["standard", "standard_3p", "partnership"]],
+    + [(f"pretrained:{preset}", preset) for preset in ["standard", "standard_3p", "partnership"]]
+    # and the searches they guide
+    + [
+        ("search:worlds=4,prior=pretrained:standard,playout=policy,leaf=value", "standard"),
+        ("search:worlds=4,prior=pretrained:partnership,playout=policy", "partnership"),
+    ],
 )
 def test_seeded_agents_decide_the_same_under_permuted_hidden_tiles(spec, preset):
     """Same public history, hidden tiles dealt differently: the same decision."""
@@ -125,6 +130,24 @@ def test_search_agent_validates_its_options():
         make_agent("search:worlds=0", Rules())
     with pytest.raises(ValueError, match="playout must be"):
         make_agent("search:playout=smart", Rules())
+    with pytest.raises(ValueError, match="leaf must be one of"):
+        make_agent("search:leaf=deep", Rules())
+    with pytest.raises(ValueError, match="read a trained prior's network"):
+        make_agent("search:playout=policy", Rules())
+    with pytest.raises(ValueError, match="read a trained prior's network"):
+        make_agent("search:prior=strategic,leaf=value", Rules())
+    with pytest.raises(ValueError, match="prior must be one of .* or a trained agent's spec, got 'greedy'"):
+        make_agent("search:prior=greedy", Rules())
+    with pytest.raises(ValueError, match="prior 'random:' is not a trained agent"):
+        make_agent("search:prior=random:", Rules())
+    with pytest.raises(ValueError, match="unknown pretrained agent 'nope'"):
+        make_agent("search:prior=pretrained:nope", Rules())
+    with pytest.raises(ValueError, match="runs on the batched engine"):
+        make_agent("search:prior=pretrained:standard,engine=scalar", Rules())
+    with pytest.raises(ValueError, match="no value_scale"):  # its agent.json names no value head units
+        make_agent("search:prior=pretrained:standard_3p,leaf=value", "standard_3p")
+    with pytest.raises(ValueError, match="cannot play"):
+        make_agent("search:prior=pretrained:standard", "standard_3p")
     with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
         make_agent("greedy:depth=3", Rules())
 
@@ -209,3 +232,87 @@ def test_batched_baselines_choose_as_they_do_one_by_one(preset):
     assert all(m[a] for row in chosen for m, a in zip(masks, row))
     for j, mask in enumerate(masks):
         assert set(chosen[:, j].tolist()) == set(np.flatnonzero(mask).tolist()) or mask.sum() > 4
+
+
+GUIDED = [
+    "search:worlds=6,prior=pretrained:standard",
+    "search:worlds=6,prior=pretrained:standard,playout=policy",
+    "search:worlds=6,prior=pretrained:standard,leaf=value",
+    "search:worlds=6,prior=pretrained:standard,playout=policy,leaf=value",
+]
+
+
+@pytest.mark.parametrize("spec", GUIDED)
+def test_policy_guided_search_plays_legal_moves_and_is_seeded(spec):
+    """Whole rounds against itself: every move legal, and the same seed plays the same round."""
+    rules = Rules()
+
+    def round_moves(seed: int) -> list[int]:
+        env = raw_env(rules)
+        env.reset(seed=seed)
+        agents = [make_agent(spec, rules, seed=10 + s) for s in range(rules.num_players)]
+        moves = []
+        while not env.episode_over:
+            obs = env.observe(env.agent_selection)
+            action = agents[env.agent_name_mapping[env.agent_selection]].act(obs)
+            assert obs["action_mask"][action] == 1
+            moves.append(action)
+            env.step(action)
+        return moves
+
+    for seed in range(2):
+        assert round_moves(seed) == round_moves(seed)
+
+
+def test_guided_search_plays_legal_moves_with_three_players():
+    rules = Rules.preset("standard_3p")
+    env = raw_env(rules)
+    env.reset(seed=1)
+    agent = make_agent("search:worlds=4,prior=pretrained:standard_3p,playout=policy", rules, seed=0)
+    while not env.episode_over:
+        obs = env.observe(env.agent_selection)
+        action = agent.act(obs)
+        assert obs["action_mask"][action] == 1
+        env.step(action)
+
+
+def test_a_sampled_world_is_observed_exactly_as_the_real_position():
+    """What a guided search's network reads in each sampled world, from the searching seat,
+    is that seat's real observation: only the hidden hands differ."""
+    from block_env.batched import BatchedGames
+    from block_env.observations import batch_encoder
+
+    rules = Rules()
+    rng = np.random.default_rng(0)
+    for seed in range(4):
+        env = raw_env(rules)
+        env.reset(seed=seed)
+        for _ in range(int(rng.integers(1, 9))):
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+        if env.episode_over:
+            continue
+        obs = env.observe(env.agent_selection)
+        search = make_agent("search:worlds=5,prior=pretrained:standard,playout=policy", rules, seed=seed)
+        k = search.view(obs)
+        worlds = search.sample_worlds(k)
+        games = BatchedGames(rules, len(worlds))
+        played = np.array([k.played >> i & 1 for i in range(rules.tile_set.num_tiles)], dtype=bool)
+        games.set_positions(
+            worlds, ends=k.ends, played=played, current=0, leader=k.leader, passes=k.passes,
+            voids=np.array(k.voids), opening=k.opening,
+        )  # fmt: skip
+        seen = batch_encoder(rules, "vector")(games, np.arange(len(worlds)), np.zeros(len(worlds), dtype=np.int64))
+        assert all(np.array_equal(row, obs["observation"]) for row in seen)
+
+
+def test_policy_values_are_the_torch_value_head_in_points():
+    import torch
+
+    rules = Rules()
+    agent = make_agent("pretrained:standard", rules)
+    env = raw_env(rules)
+    env.reset(seed=2)
+    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    with torch.no_grad():
+        expected = agent.policy.predict_values(torch.as_tensor(obs)).numpy()[:, 0] / agent.value_scale
+    np.testing.assert_allclose(agent.values(obs), expected, rtol=1e-5, atol=1e-4)

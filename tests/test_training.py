@@ -63,6 +63,10 @@ def test_shipped_configs_are_valid():
         ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
         ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
         ({"eval": {"deals": 500, "max_deals": 400}}, r"eval\.max_deals \(400\) must be at least eval\.deals \(500\)"),
+        ({"update_threads": -1}, "update_threads must be an int >= 0"),
+        ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
+        ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
+        ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
     ],
 )
 def test_config_validation_names_the_key(values, message):
@@ -419,3 +423,41 @@ def test_exploit_refuses_a_human_target():
 
     with pytest.raises(ValueError, match="not 'human'"):
         exploit_config("human", "standard", 1000)
+
+
+def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
+    """pretrain.init_from copies the agent's policy network (and value head): the step-0
+    agent decides exactly as the source; another network shape is refused by name."""
+    source = tiny_run / "final"
+    values = yaml.safe_load(TINY.read_text())
+    values["pretrain"] = {"init_from": f"policy:{source}", "teacher": None}
+    values["total_timesteps"] = 256
+    out = tmp_path / "continued"
+    from block_env.training.train import train
+
+    train(config_from_dict(values), out, progress=False)
+    rules = Rules()
+    env = raw_env(rules)
+    env.reset(seed=3)
+    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    start, before = make_agent(f"policy:{out / 'step_0'}", rules), make_agent(f"policy:{source}", rules)
+    np.testing.assert_array_equal(start.logits(obs), before.logits(obs))
+    np.testing.assert_array_equal(start.values(obs), before.values(obs))
+    values["ppo"]["net_arch"] = [16, 16]
+    with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[16, 16\]"):
+        train(config_from_dict(values), tmp_path / "other_shape", progress=False)
+
+
+def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observation(tiny_run, tmp_path):
+    """value_scale (what a guided search's leaves read) is written for a zero-sum value head
+    over the observation, and left out for the full-information critic's export."""
+    assert json.loads((tiny_run / "final" / "agent.json").read_text())["value_scale"] == 0.05
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
+    values["ppo"] = values["ppo"] | {"critic": "full_information"}
+    values["pretrain"] = {"teacher": None}
+    from block_env.training.train import train
+
+    train(config_from_dict(values), tmp_path / "asymmetric", progress=False)
+    assert "value_scale" not in json.loads((tmp_path / "asymmetric" / "final" / "agent.json").read_text())
+    with pytest.raises(ValueError, match="no value_scale"):
+        make_agent(f"search:prior=policy:{tmp_path / 'asymmetric' / 'final'},leaf=value", Rules())
