@@ -165,6 +165,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         seed=args.seed,
         deals=args.deals,
         workers=args.workers,
+        init_from=args.init_from,
         progress=not args.quiet,
     )
     if result.get("interrupted"):
@@ -323,6 +324,11 @@ def _add_exploit(sub: Any) -> None:
     p.add_argument("--seed", type=_seed_arg, default=0)
     p.add_argument("--workers", type=_positive_int, default=default_workers(), help="arena processes")
     p.add_argument("--out", default="runs/exploit", help="run folder")
+    p.add_argument(
+        "--init-from",
+        help="start the best response from this trained agent's policy (pretrained:NAME or policy:PATH) "
+        "instead of a fresh network: a tighter bound at a small budget",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_exploit)
 

@@ -418,6 +418,19 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_deals(tmp_path)
     assert make_agent(f"policy:{out / 'best'}", "tiny").name == "policy:best"  # loads weights-only
 
 
+def test_exploit_can_start_the_best_response_from_a_trained_agent(tmp_path):
+    out = tmp_path / "exploit"
+    args = ["exploit", "--agent", "greedy", "--steps", "512", "--deals", "10", "--workers", "1"]
+    assert main([*args, "--init-from", "pretrained:standard", "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "exploit.json").read_text())["init_from"] == "pretrained:standard"
+    rules = Rules()
+    env = raw_env(rules)
+    env.reset(seed=5)
+    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    start, source = make_agent(f"policy:{out / 'step_0'}", rules), make_agent("pretrained:standard", rules)
+    np.testing.assert_array_equal(start.logits(obs), source.logits(obs))
+
+
 def test_exploit_refuses_a_human_target():
     from block_env.training.exploit import exploit_config
 
