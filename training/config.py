@@ -122,8 +122,13 @@ class PretrainConfig:
     """Adam step size of the warm start."""
 
     def validate(self) -> None:
-        if self.init_from is not None and parse_spec(self.init_from)[0] not in ("policy", "pretrained"):
-            raise ValueError(f"pretrain.init_from must be pretrained:NAME or policy:PATH, got {self.init_from!r}")
+        if self.init_from is not None:
+            try:
+                kind = parse_spec(self.init_from)[0]
+            except ValueError as e:
+                raise ValueError(f"pretrain.init_from: {e}") from None
+            if kind != "policy":  # pretrained:NAME parses as the policy at its folder
+                raise ValueError(f"pretrain.init_from must be pretrained:NAME or policy:PATH, got {self.init_from!r}")
         if self.teacher is not None:
             _unattended_spec("pretrain.teacher", self.teacher)
         check_number("pretrain.decisions", self.decisions, positive=True)
