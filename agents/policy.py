@@ -284,12 +284,16 @@ class PolicyAgent(Agent):
         round from each of (k, size) observations; ValueError for an agent whose agent.json
         has no ``value_scale`` (its value head was not trained on zero-sum points, or it read
         hidden hands and was not kept)."""
+        return _forward(self._critic, observations)[:, 0] / self.checked_value_scale()
+
+    def checked_value_scale(self) -> float:
+        """agent.json's ``value_scale``; ValueError naming the agent when it has none."""
         if self.value_scale is None:
             raise ValueError(
                 f"{self.name} has no value estimate: its agent.json has no value_scale (a value head trained "
                 "on zero-sum points, with the critic reading the observation)"
             )
-        return _forward(self._critic, observations)[:, 0] / self.value_scale
+        return self.value_scale
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One forward pass for every game waiting on this policy (masked like ``act``)."""

@@ -107,7 +107,7 @@ class SearchAgent(Agent):
         if self.guide is not None and engine != "batched":
             raise ValueError("a search guided by a trained prior runs on the batched engine (engine='batched')")
         if leaf == "value" and self.guide is not None:
-            self.guide.values(np.zeros((0, self.guide.policy.observation_space.shape[0])))  # refuses: no value head
+            self.guide.checked_value_scale()
         self.prior: StrategicAgent | PolicyAgent | None = (
             StrategicAgent(self.rules, seed, observation) if prior == "strategic" else self.guide
         )
