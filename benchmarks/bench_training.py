@@ -1,59 +1,107 @@
-"""MaskablePPO training throughput (env steps/s) on configs/default.yaml, the batched vector env
-against SB3's SubprocVecEnv of single envs, the same number of steps, printed side by side.
+"""MaskablePPO training throughput (env steps/s) on configs/default.yaml, and where the time
+goes, side by side in one run:
 
-Both runs use the default config's PPO settings and opponent pool (scripted baselines and
-self-play snapshots) with the same rollout size (n_envs x n_steps); the SubprocVecEnv run has
-4 env processes, as the previous default did. The warm start is skipped and the periodic
-evaluations are shrunk to a few deals, so that the figure is training itself.
+- the default config as it is (256 batched games x 16 steps, PPO updates on every core);
+- the previous settings (64 batched games x 64 steps, the same 4,096-step rollout, updates on
+  one thread): the same learning per sample (rollout, minibatch and epochs unchanged);
+- SB3's SubprocVecEnv of single envs (4 env processes), the same rollout size.
 
-    python benchmarks/bench_training.py [--steps 200000]
+Each run's wall time is split into the env stepping (opponents included), the rollout's policy
+forward passes, the PPO update and the rest (the callbacks: snapshots, checkpoints). The warm
+start is skipped and the periodic evaluations shrunk to a few deals, so that the figure is
+training itself.
+
+    python benchmarks/bench_training.py [--steps 262144] [--markdown FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.vec_env import VecMonitor
 
 from block_env.training.config import config_from_dict
 from block_env.training.train import train
 
 DEFAULT = Path(__file__).resolve().parents[1] / "configs" / "default.yaml"
+#: (label, class, method) timed in each run; env stepping is timed at the VecMonitor every
+#: vectorisation goes through.
+PARTS = [
+    ("env step", VecMonitor, "step_wait"),
+    ("policy forward", MaskableActorCriticPolicy, "forward"),
+    ("PPO update", MaskablePPO, "train"),
+]
+SECONDS: Counter = Counter()
+
+
+def timed(label: str, method: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            SECONDS[label] += time.perf_counter() - started
+
+    return wrapper
 
 
 def run(values: dict, out: Path) -> dict:
-    return train(config_from_dict(values), out, progress=False)
+    SECONDS.clear()
+    summary = train(config_from_dict(values), out, progress=False)
+    return summary | {"parts": dict(SECONDS)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--steps", type=int, default=262_144)
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
+    for label, cls, name in PARTS:
+        setattr(cls, name, timed(label, getattr(cls, name)))
     base = yaml.safe_load(DEFAULT.read_text())
     base["total_timesteps"] = args.steps
     base["pretrain"]["teacher"] = None
-    base["eval"] |= {"deals": 4, "every": args.steps}
+    base["eval"] |= {"deals": 4, "every": args.steps, "halfwidth": None}
     base["checkpoint_every"] = args.steps
     base["opponents"]["snapshot_every"] = args.steps // 2
     rollout = base["n_envs"] * base["ppo"]["n_steps"]
     runs = {
-        f"batched vector env ({base['n_envs']} games, one process)": base,
-        "SubprocVecEnv (4 env processes)": base
+        f"default.yaml: {base['n_envs']} batched games x {base['ppo']['n_steps']} steps, updates on every core": base,
+        "previous: 64 batched games x 64 steps, updates on one thread": base
+        | {"n_envs": 64, "update_threads": 1, "ppo": base["ppo"] | {"n_steps": rollout // 64}},
+        "SubprocVecEnv: 4 env processes": base
         | {"vec_env": "subproc", "n_envs": 4, "ppo": base["ppo"] | {"n_steps": rollout // 4}},
     }
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, values) in enumerate(runs.items()):
             summary = run(values, Path(tmp) / str(i))
-            rows[name] = (summary["timesteps"], summary["seconds"], summary["steps_per_second"])
+            rows[name] = summary
             print(f"{name}: {summary['steps_per_second']:,.0f} env steps/s", flush=True)
-    lines = ["| vectorisation | env steps | seconds | env steps/s |", "|---|---:|---:|---:|"]
-    lines += [f"| {name} | {steps:,} | {seconds:.0f} | {rate:,.0f} |" for name, (steps, seconds, rate) in rows.items()]
-    (batched, subproc) = (r[2] for r in rows.values())
-    lines += ["", f"batched / SubprocVecEnv: {batched / subproc:.1f}x"]
+    lines = [
+        "| run | env steps/s | seconds | env step | policy forward | PPO update | other |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in rows.items():
+        parts = s["parts"]
+        shares = [parts.get(label, 0.0) / s["seconds"] for label, _, _ in PARTS]
+        other = 1.0 - sum(shares)
+        cells = " | ".join(f"{share:.0%}" for share in [*shares, other])
+        lines.append(f"| {name} | {s['steps_per_second']:,.0f} | {s['seconds']:.0f} | {cells} |")
+    rates = [s["steps_per_second"] for s in rows.values()]
+    lines += [
+        "",
+        f"default / previous settings: {rates[0] / rates[1]:.2f}x; default / SubprocVecEnv: {rates[0] / rates[2]:.1f}x",
+    ]
     text = "\n".join(lines)
     print("\n" + text)
     if args.markdown:

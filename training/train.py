@@ -147,9 +147,10 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
         from block_env.training.critic import export_actor
 
         policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
-    # The value head estimates zero-sum points (times reward_scale) only when it read the
-    # observation alone and the reward was zero-sum: then a search may use it at its leaves.
-    value_scale = config.reward_scale if config.reward == "zero_sum" and not config.ppo.asymmetric else None
+    # The value head estimates the round's zero-sum points (times reward_scale) only when it
+    # read the observation alone, over round episodes: then a search may use it at its leaves.
+    estimates_round_points = config.reward == "zero_sum" and config.episode == "round" and not config.ppo.asymmetric
+    value_scale = config.reward_scale if estimates_round_points else None
     return save_agent(
         policy,
         folder,
