@@ -187,11 +187,13 @@ def network_layers(policy: Any, part: str = "actor") -> list[tuple[np.ndarray, n
     if not isinstance(policy.pi_features_extractor, FlattenExtractor):
         raise ValueError(f"expected a flatten features extractor, got {type(policy.pi_features_extractor).__name__}")
     activations = {torch.nn.Tanh: np.tanh, torch.nn.ReLU: _relu}
-    modules = (
-        [*policy.mlp_extractor.policy_net, policy.action_net]
-        if part == "actor"
-        else [*policy.mlp_extractor.value_net, policy.value_net]
-    )
+    parts = {
+        "actor": [*policy.mlp_extractor.policy_net, policy.action_net],
+        "critic": [*policy.mlp_extractor.value_net, policy.value_net],
+    }
+    if part not in parts:
+        raise ValueError(f"a policy network's part is 'actor' or 'critic', got {part!r}")
+    modules = parts[part]
     layers: list[list[Any]] = []
     for module in modules:
         if isinstance(module, torch.nn.Linear):
