@@ -22,6 +22,10 @@ from block_env.rules import Rules
 from block_env.validation import is_number
 
 AGENT_JSON = "agent.json"
+#: State-dict key prefixes of a MaskableActorCriticPolicy's actor (policy network, action
+#: head) and critic (value network, value head).
+ACTOR_KEYS = ("mlp_extractor.policy_net.", "action_net.")
+CRITIC_KEYS = ("mlp_extractor.value_net.", "value_net.")
 POLICY_WEIGHTS = "policy.pth"
 FORMAT_VERSION = 1
 

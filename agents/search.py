@@ -134,13 +134,13 @@ class SearchAgent(Agent):
         """The trained agent a guided search reads (its moves, network and value head)."""
         from block_env.agents import make_agent  # the spec parser lives in the package above
 
-        agent = make_agent(spec, self.rules, seed, "vector")
-        if not isinstance(agent, PolicyAgent):
-            raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
-        if self.observation != "vector":
+        if self.observation != "vector":  # checked first: no agent folder is loaded for nothing
             raise ValueError(
                 f"a search guided by a trained prior reads the 'vector' encoding, got {self.observation!r}"
             )
+        agent = make_agent(spec, self.rules, seed, "vector")
+        if not isinstance(agent, PolicyAgent):
+            raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
         return agent
 
     def act(self, obs: Observation) -> int:

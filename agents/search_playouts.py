@@ -27,14 +27,14 @@ def play_out(
     results of the rounds that ended; the others stay where they stopped."""
     t = batch.tables
     active = np.asarray(games, dtype=np.int64)
-    if until_seat is not None:
-        active = active[batch.current[active] != until_seat]
     results = []
-    while len(active):
-        results.append(batch.step(choose(active, batch.legal_mask(active)), active, check=False))
-        active = active[~batch.over[active]]
+    while True:
         if until_seat is not None:
             active = active[batch.current[active] != until_seat]
+        if not len(active):
+            break
+        results.append(batch.step(choose(active, batch.legal_mask(active)), active, check=False))
+        active = active[~batch.over[active]]
     return BatchResults.concatenate(results, t.num_players, t.num_sides)
 
 

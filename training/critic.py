@@ -13,7 +13,7 @@ import torch
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import MlpExtractor
 
-from block_env.agents.policy import build_policy
+from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, build_policy
 
 
 class SplitMlpExtractor(MlpExtractor):
@@ -56,10 +56,10 @@ def export_actor(policy: AsymmetricActorCriticPolicy, metadata: dict[str, Any]) 
     plain = build_policy(metadata)
     state = plain.state_dict()
     for key, tensor in policy.state_dict().items():
-        if key.startswith(("mlp_extractor.policy_net.", "action_net.")):
+        if key.startswith(ACTOR_KEYS):
             state[key] = tensor.clone()
     for key in state:
-        if key.startswith(("mlp_extractor.value_net.", "value_net.")):
+        if key.startswith(CRITIC_KEYS):
             state[key] = torch.zeros_like(state[key])
     plain.load_state_dict(state)
     return plain

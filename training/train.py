@@ -27,7 +27,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.policy import PolicyAgent, activation_class, policy_shape, save_agent
+from block_env.agents.policy import (
+    ACTOR_KEYS,
+    CRITIC_KEYS,
+    PolicyAgent,
+    activation_class,
+    policy_shape,
+    save_agent,
+)
 from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
@@ -585,9 +592,7 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
     state = model.policy.state_dict()
-    copied = ("mlp_extractor.policy_net.", "action_net.")
-    if not config.ppo.asymmetric:
-        copied += ("mlp_extractor.value_net.", "value_net.")
+    copied = ACTOR_KEYS if config.ppo.asymmetric else ACTOR_KEYS + CRITIC_KEYS
     for key, tensor in source.policy.state_dict().items():
         if not key.startswith(copied):
             continue
