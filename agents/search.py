@@ -22,6 +22,8 @@ ENGINES = ("batched", "scalar")
 #: Tries at a deal that respects every shown void; the last one ignores voids (a last resort).
 SAMPLE_ATTEMPTS = 20
 PLAYOUT_WEIGHTS = StrategyWeights()
+#: Batches kept for reuse, one per size (a single decision needs worlds x legal moves games).
+BATCHES_KEPT = 16
 
 
 class SearchAgent(Agent):
@@ -127,7 +129,7 @@ class SearchAgent(Agent):
         # "greedy" ranks as the greedy agent does; "heuristic" as the strategic agent's first three.
         w = PLAYOUT_WEIGHTS
         self._weights = GREEDY_WEIGHTS if playout == "greedy" else (w.pips, w.double, w.control)
-        self._batches: dict[int, BatchedGames] = {}  # one batch per size, reused decision after decision
+        self._batches: dict[int, BatchedGames] = {}
         self._encode = batch_encoder(self.rules, "vector") if self.guide is not None else None
 
     def _trained_prior(self, spec: str, seed: int | None) -> PolicyAgent:
@@ -144,57 +146,86 @@ class SearchAgent(Agent):
         return agent
 
     def act(self, obs: Observation) -> int:
-        legal = legal_actions(obs)
+        legal = legal_actions(obs)  # refuses an all-zero mask
+        if self.engine == "batched":  # one game of the batched path: the same draws in the same order
+            masks = np.asarray(obs["action_mask"], dtype=bool)[None]
+            return int(self.act_batch(np.asarray(obs["observation"])[None], masks)[0])
         if len(legal) == 1:
             return legal[0]
         k = self.view(obs)
-        # values[j][w]: the round value of move j in sampled world w (common worlds, so
-        # moves are compared on the same deals).
-        worlds = self.sample_worlds(k)
-        values = (
-            self._batched_values(k, legal, worlds)
-            if self.engine == "batched"
-            else self._scalar_values(k, legal, worlds)
-        )
+        values = self._scalar_values(k, legal, self.sample_worlds(k))
+        return legal[self._decide(values, self._prior_move(obs, k, legal))]
+
+    def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """A move for each of many games (rows of observations and masks), their searches'
+        worlds and moves all played out in one batch: what a vector env's opponent calls.
+        Each game's sampled worlds and choice are those ``act`` would make for it alone, up
+        to the playouts' random moves, which share one stream across the batch."""
+        masks = np.asarray(masks, dtype=bool)
+        if not masks.any(axis=1).all():
+            raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
+        if self.engine != "batched":
+            return np.array([self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)])
+        choices = masks.argmax(axis=1)  # right for the forced moves (one legal action)
+        deciding = np.flatnonzero(masks.sum(axis=1) > 1)
+        if not len(deciding):
+            return choices
+        obs = [{"observation": observations[i], "action_mask": masks[i]} for i in deciding]
+        views = [self.view(o) for o in obs]
+        legal = [[int(a) for a in np.flatnonzero(masks[i])] for i in deciding]
+        # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
+        # so moves are compared on the same deals).
+        values = self._batched_values(views, legal, [self.sample_worlds(k) for k in views])
+        for g, i in enumerate(deciding):
+            choices[i] = legal[g][self._decide(values[g], self._prior_move(obs[g], views[g], legal[g]))]
+        return choices
+
+    def _prior_move(self, obs: Observation, k: PublicView, legal: list[int]) -> int | None:
+        """The index in ``legal`` of the prior's move (None without a prior)."""
+        if self.prior is None:
+            return None
+        if isinstance(self.prior, PolicyAgent):
+            return legal.index(self.prior.act(obs))
+        scores = [self.prior.score(k, a) for a in legal]
+        return scores.index(max(scores))
+
+    def _decide(self, values: list[list[float]], default: int | None) -> int:
+        """The index of the move with the best mean value; with a prior's move (``default``),
+        that one unless the best beats it by ``confidence`` standard errors of the paired mean
+        difference."""
         means = [sum(v) / self.worlds for v in values]
         best = means.index(max(means))
-        if self.prior is None:
-            return legal[best]
-        # Keep the prior's move unless search finds a better one with some confidence:
-        # the paired mean difference must exceed ``confidence`` standard errors.
-        if isinstance(self.prior, PolicyAgent):
-            default = legal.index(self.prior.act(obs))
-        else:
-            scores = [self.prior.score(k, a) for a in legal]
-            default = scores.index(max(scores))
-        if best == default or self.worlds < 2:
-            return legal[best]
+        if default is None or best == default or self.worlds < 2:
+            return best
         diffs = [b - d for b, d in zip(values[best], values[default])]
         mean = sum(diffs) / len(diffs)
         var = sum((x - mean) ** 2 for x in diffs) / (len(diffs) - 1)
-        return legal[best] if mean > self.confidence * (var / len(diffs)) ** 0.5 else legal[default]
+        return best if mean > self.confidence * (var / len(diffs)) ** 0.5 else default
 
-    def _batched_values(self, k: PublicView, legal: list[int], worlds: np.ndarray) -> list[list[float]]:
-        """Every (world, move) pair as one game of a batch: play the move, then every game to
-        the round's end at once with the playout policy, in compiled code."""
-        rules = self.rules
-        ts = rules.tile_set
-        num_legal = len(legal)
-        size = len(worlds) * num_legal
-        if size not in self._batches:  # set_positions below lays out every field anew
-            self._batches[size] = BatchedGames(rules, size)
-        games = self._batches[size]
+    def _batched_values(
+        self, views: list[PublicView], legal: list[list[int]], worlds: list[np.ndarray]
+    ) -> list[list[list[float]]]:
+        """Every (game, world, move) triple as one game of a batch: play the move, then every
+        game to the round's end at once with the playout policy, in compiled code."""
+        num_tiles = self.rules.tile_set.num_tiles
+        sizes = [len(w) * len(moves) for w, moves in zip(worlds, legal)]
+        games = self._batch(sum(sizes))
+
+        def per_game(facts: list) -> np.ndarray:  # each decision's public facts, once per world and move
+            return np.repeat(np.array(facts), sizes, axis=0)
+
         games.set_positions(
-            np.repeat(worlds, num_legal, axis=0),
-            ends=k.ends,
-            played=np.array([k.played >> i & 1 for i in range(ts.num_tiles)], dtype=bool),
+            np.concatenate([np.repeat(w, len(moves), axis=0) for w, moves in zip(worlds, legal)]),
+            ends=per_game([(-1, -1) if k.ends is None else k.ends for k in views]),
+            played=per_game([[k.played >> i & 1 for i in range(num_tiles)] for k in views]).astype(bool),
             current=0,
-            leader=k.leader,
-            passes=k.passes,
-            voids=np.array(k.voids),
-            opening=k.opening,
+            leader=per_game([k.leader for k in views]),
+            passes=per_game([k.passes for k in views]),
+            voids=per_game([k.voids for k in views]),
+            opening=per_game([-1 if k.opening is None else k.opening for k in views]),
         )
-        first = games.step(np.tile(np.array(legal, dtype=np.int64), len(worlds)), check=False)
+        moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
+        first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
         rest = play_out(games, np.flatnonzero(~games.over), self._playout_moves(games), until_seat)
         value = np.zeros(games.num_games)
@@ -204,7 +235,19 @@ class SearchAgent(Agent):
             assert self.guide is not None and self._encode is not None
             waiting = np.flatnonzero(~games.over)
             value[waiting] = self.guide.values(self._encode(games, waiting, np.zeros(len(waiting), dtype=np.int64)))
-        return value.reshape(len(worlds), num_legal).T.tolist()
+        return [
+            part.reshape(len(w), len(m)).T.tolist()
+            for part, w, m in zip(np.split(value, np.cumsum(sizes)[:-1]), worlds, legal)
+        ]
+
+    def _batch(self, size: int) -> BatchedGames:
+        """A batch of ``size`` games, reused decision after decision (set_positions lays out
+        every field anew); the last few sizes are kept."""
+        if size not in self._batches:
+            if len(self._batches) >= BATCHES_KEPT:
+                self._batches.clear()
+            self._batches[size] = BatchedGames(self.rules, size)
+        return self._batches[size]
 
     def _playout_moves(self, games: BatchedGames) -> MoveChooser:
         """The playout policy over ``games``: scripted (compiled) or the prior's network."""

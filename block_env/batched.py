@@ -397,25 +397,29 @@ class BatchedGames:
         self,
         hands: np.ndarray,
         *,
-        ends: tuple[int, int] | None,
+        ends: tuple[int, int] | np.ndarray | None,
         played: np.ndarray,
         current: int,
-        leader: int,
-        passes: int,
+        leader: int | np.ndarray,
+        passes: int | np.ndarray,
         voids: np.ndarray,
-        opening: int | None = None,
+        opening: int | np.ndarray | None = None,
     ) -> None:
         """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
-        per game; the public facts shared by all (``opening``: the tile the line opened with,
-        which observations show). Scores and move records start empty."""
+        per game; the public facts either shared by all games (``ends`` a pair or None,
+        ``played`` (T,), ``leader``, ``passes``, ``voids`` (P,), ``opening``: the tile the line
+        opened with, which observations show) or one per game (``ends`` (N, 2) with -1 for an
+        empty line, ``played`` (N, T), ``leader``/``passes``/``opening`` (N,) with -1 for no
+        opening yet, ``voids`` (N, P)). Scores and move records start empty."""
         t = self.tables
         owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
         for seat in range(t.num_players):
             owner[hands[:, seat]] = seat
-        owner[:, played] = PLAYED
+        owner[np.broadcast_to(played, owner.shape)] = PLAYED
+        line_ends = np.asarray((-1, -1) if ends is None else ends)
         self.owner[:] = owner
         self.counts[:] = hands.sum(axis=2)
-        self.left[:], self.right[:] = ends if ends is not None else (-1, -1)
+        self.left[:], self.right[:] = line_ends[..., 0], line_ends[..., 1]
         self.current[:] = current
         self.leader[:] = leader
         self.forced[:] = -1

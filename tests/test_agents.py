@@ -276,33 +276,104 @@ def test_guided_search_plays_legal_moves_with_three_players():
         env.step(action)
 
 
-def test_a_sampled_world_is_observed_exactly_as_the_real_position():
-    """What a guided search's network reads in each sampled world, from the searching seat,
-    is that seat's real observation: only the hidden hands differ."""
-    from block_env.batched import BatchedGames
-    from block_env.observations import batch_encoder
-
-    rules = Rules()
+def _positions(rules: Rules, count: int) -> list[dict]:
+    """Observations of the seat to move after a few random moves of ``count`` fresh rounds."""
     rng = np.random.default_rng(0)
-    for seed in range(4):
+    found = []
+    for seed in range(100):
         env = raw_env(rules)
         env.reset(seed=seed)
         for _ in range(int(rng.integers(1, 9))):
             env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
-        if env.episode_over:
-            continue
-        obs = env.observe(env.agent_selection)
-        search = make_agent("search:worlds=5,prior=pretrained:standard,playout=policy", rules, seed=seed)
-        k = search.view(obs)
-        worlds = search.sample_worlds(k)
-        games = BatchedGames(rules, len(worlds))
-        played = np.array([k.played >> i & 1 for i in range(rules.tile_set.num_tiles)], dtype=bool)
+        if not env.episode_over:
+            found.append(env.observe(env.agent_selection))
+        if len(found) == count:
+            return found
+    raise AssertionError("too few positions")
+
+
+def test_a_sampled_world_is_observed_exactly_as_the_real_position():
+    """What a guided search's network reads in each sampled world, from the searching seat,
+    is that seat's real observation: only the hidden hands differ; laid out one position per
+    batch (facts shared by every game) or several in one batch (facts per game)."""
+    from block_env.batched import BatchedGames
+    from block_env.observations import batch_encoder
+
+    rules = Rules()
+    encode = batch_encoder(rules, "vector")
+    search = make_agent("search:worlds=5,prior=pretrained:standard,playout=policy", rules, seed=0)
+    positions = _positions(rules, 4)
+    views = [search.view(obs) for obs in positions]
+    worlds = [search.sample_worlds(k) for k in views]
+    played = [np.array([k.played >> i & 1 for i in range(rules.tile_set.num_tiles)], dtype=bool) for k in views]
+    for obs, k, dealt, seen_played in zip(positions, views, worlds, played):
+        games = BatchedGames(rules, len(dealt))
         games.set_positions(
-            worlds, ends=k.ends, played=played, current=0, leader=k.leader, passes=k.passes,
+            dealt, ends=k.ends, played=seen_played, current=0, leader=k.leader, passes=k.passes,
             voids=np.array(k.voids), opening=k.opening,
         )  # fmt: skip
-        seen = batch_encoder(rules, "vector")(games, np.arange(len(worlds)), np.zeros(len(worlds), dtype=np.int64))
+        seen = encode(games, np.arange(len(dealt)), np.zeros(len(dealt), dtype=np.int64))
         assert all(np.array_equal(row, obs["observation"]) for row in seen)
+    each = [len(w) for w in worlds]
+    games = BatchedGames(rules, sum(each))
+    games.set_positions(
+        np.concatenate(worlds),
+        ends=np.repeat([(-1, -1) if k.ends is None else k.ends for k in views], each, axis=0),
+        played=np.repeat(played, each, axis=0),
+        current=0,
+        leader=np.repeat([k.leader for k in views], each),
+        passes=np.repeat([k.passes for k in views], each),
+        voids=np.repeat([k.voids for k in views], each, axis=0),
+        opening=np.repeat([-1 if k.opening is None else k.opening for k in views], each),
+    )
+    seen = encode(games, np.arange(sum(each)), np.zeros(sum(each), dtype=np.int64))
+    expected = np.repeat([obs["observation"] for obs in positions], each, axis=0)
+    np.testing.assert_array_equal(seen, expected)
+
+
+@pytest.mark.parametrize("preset", ["standard", "partnership"])
+def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset):
+    """``act_batch`` (a vector env's opponent) chooses for each game what ``act`` chooses for
+    that game alone from the same sampled worlds. The playouts here have no random moves, so
+    each game's choice depends only on its worlds: the g-th game's are drawn from the agent's
+    stream after g earlier decisions' draws."""
+    rules = Rules.preset(preset)
+    positions = _positions(rules, 6)
+    positions.append({**positions[0], "action_mask": np.eye(rules.tile_set.num_actions, dtype=np.int8)[0]})
+    spec = "search:worlds=12,playout=greedy,epsilon=0,prior=none"
+    batch = make_agent(spec, rules, seed=7)
+    chosen = batch.act_batch(np.stack([o["observation"] for o in positions]), np.stack([o["action_mask"] for o in positions]))
+    alone = make_agent(spec, rules, seed=7)
+    draws = 0
+    for obs, action in zip(positions, chosen):
+        assert obs["action_mask"][action] == 1
+        alone.reset(seed=7)
+        for _ in range(draws):
+            alone.rng.getrandbits(63)
+        assert alone.act(obs) == action
+        draws += int(obs["action_mask"].sum() > 1)  # a forced move samples no worlds
+    with pytest.raises(ValueError, match=r"rows \[1\] are all zeros"):
+        batch.act_batch(np.stack([positions[0]["observation"]] * 2), np.stack([positions[0]["action_mask"], np.zeros_like(positions[0]["action_mask"])]))
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p"])
+def test_search_is_a_batched_opponent_of_the_vector_env(preset):
+    """The vector env hands search every waiting game in one call (an illegal choice would
+    raise there); the learner's rounds finish with rewards."""
+    from block_env.opponents import BatchOpponent
+    from block_env.vector_env import BlockDominoesVectorEnv
+
+    search = make_agent("search:worlds=4", preset, seed=0)
+    assert isinstance(search, BatchOpponent)
+    env = BlockDominoesVectorEnv(16, preset, opponents=[search])
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    finished = 0
+    for _ in range(40):
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in env.action_masks()])
+        _, rewards, terminated, _, _ = env.step(actions)
+        finished += int(terminated.sum())
+    assert finished > 0
 
 
 def test_policy_values_are_the_torch_value_head_in_points():
