@@ -1,10 +1,13 @@
 """MaskablePPO training throughput (env steps/s) on configs/default.yaml, and where the time
 goes, side by side in one run:
 
-- the default config as it is (256 batched games x 16 steps, PPO updates on every core);
-- the previous settings (64 batched games x 64 steps, the same 4,096-step rollout, updates on
-  one thread): the same learning per sample (rollout, minibatch and epochs unchanged);
-- SB3's SubprocVecEnv of single envs (4 env processes), the same rollout size.
+- the default config as it is (256 batched games x 16 steps, minibatches of 2,048, 2 epochs,
+  PPO updates on every core);
+- the same with the earlier update (minibatches of 1,024, 4 epochs): the same learning per
+  sample as before, so the difference is the update's share;
+- the earlier settings (64 batched games x 64 steps, the same 4,096-step rollout, minibatches
+  of 1,024, 4 epochs, updates on one thread);
+- SB3's SubprocVecEnv of single envs (4 env processes), the same rollout and update.
 
 Each run's wall time is split into the env stepping (opponents included), the rollout's policy
 forward passes, the PPO update and the rest (the callbacks: snapshots, checkpoints). The warm
@@ -74,12 +77,16 @@ def main() -> None:
     base["checkpoint_every"] = args.steps
     base["opponents"]["snapshot_every"] = args.steps // 2
     rollout = base["n_envs"] * base["ppo"]["n_steps"]
+    earlier_update = base["ppo"] | {"batch_size": 1024, "n_epochs": 4}
+    ppo = base["ppo"]
     runs = {
-        f"default.yaml: {base['n_envs']} batched games x {base['ppo']['n_steps']} steps, updates on every core": base,
-        "previous: 64 batched games x 64 steps, updates on one thread": base
-        | {"n_envs": 64, "update_threads": 1, "ppo": base["ppo"] | {"n_steps": rollout // 64}},
-        "SubprocVecEnv: 4 env processes": base
-        | {"vec_env": "subproc", "n_envs": 4, "ppo": base["ppo"] | {"n_steps": rollout // 4}},
+        f"default.yaml: {base['n_envs']} batched games x {ppo['n_steps']} steps, minibatch {ppo['batch_size']:,}, "
+        f"{ppo['n_epochs']} epochs, updates on every core": base,
+        "the same, minibatch 1,024, 4 epochs": base | {"ppo": earlier_update},
+        "earlier: 64 batched games x 64 steps, minibatch 1,024, 4 epochs, updates on one thread": base
+        | {"n_envs": 64, "update_threads": 1, "ppo": earlier_update | {"n_steps": rollout // 64}},
+        "SubprocVecEnv: 4 env processes, minibatch 1,024, 4 epochs": base
+        | {"vec_env": "subproc", "n_envs": 4, "ppo": earlier_update | {"n_steps": rollout // 4}},
     }
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,7 +107,8 @@ def main() -> None:
     rates = [s["steps_per_second"] for s in rows.values()]
     lines += [
         "",
-        f"default / previous settings: {rates[0] / rates[1]:.2f}x; default / SubprocVecEnv: {rates[0] / rates[2]:.1f}x",
+        f"default / earlier settings: {rates[0] / rates[2]:.2f}x; default / the same with the earlier update: "
+        f"{rates[0] / rates[1]:.2f}x; default / SubprocVecEnv: {rates[0] / rates[3]:.1f}x",
     ]
     text = "\n".join(lines)
     print("\n" + text)
