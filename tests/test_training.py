@@ -461,6 +461,31 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
         train(config_from_dict(values), tmp_path / "other_shape", progress=False)
 
 
+def test_an_asymmetric_critic_starts_as_the_source_value_head_when_the_units_agree(tiny_run, tmp_path):
+    """With the full-information critic, init_from starts the critic as the source's value
+    head (zero weights on the hidden hands it also reads) when the source's value_scale is the
+    config's reward_scale, and leaves it fresh when it is not."""
+    import torch
+
+    from block_env.training.train import RunPaths, build_model, init_from_agent, make_vec_env
+
+    source = make_agent(f"policy:{tiny_run / 'final'}", Rules())
+    values = yaml.safe_load(TINY.read_text()) | {"vec_env": "batched", "n_envs": 8}
+    values["ppo"] = values["ppo"] | {"critic": "full_information"}
+    values["pretrain"] = {"init_from": f"policy:{tiny_run / 'final'}", "teacher": None}
+    for reward_scale, copied in [(0.05, True), (0.1, False)]:
+        config = config_from_dict(values | {"reward_scale": reward_scale})
+        env = make_vec_env(config, ["random"])
+        model = build_model(config, env, RunPaths(tmp_path / str(reward_scale)))
+        init_from_agent(model, config)
+        privileged = env.reset()
+        with torch.no_grad():
+            critic = model.policy.predict_values(torch.as_tensor(privileged)).numpy()[:, 0] / 0.05
+        expected = source.values(privileged[:, : model.policy.actor_size])
+        assert np.allclose(critic, expected, atol=1e-4) == copied
+        env.close()
+
+
 def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observation(tiny_run, tmp_path):
     """value_scale (what a guided search's leaves read) is written for a zero-sum value head
     over the observation, and left out for the full-information critic's export."""

@@ -108,8 +108,10 @@ class PretrainConfig:
     init_from: str | None = None
     """A trained agent (``pretrained:NAME`` or ``policy:PATH``) whose policy network the
     learner starts from, before any imitation: the same rules, encoding, ``ppo.net_arch`` and
-    ``ppo.activation``. Its value head comes too when the critic reads the observation; the
-    full-information critic starts fresh. null: a fresh network."""
+    ``ppo.activation``. Its value head comes too: as the critic when the critic reads the
+    observation; as the full-information critic with zero weights on the hidden hands when the
+    agent's values are in the learner's units (its ``value_scale`` is ``reward_scale`` over
+    zero-sum rounds), else that critic starts fresh. null: a fresh network."""
     teacher: str | None = "strategic"
     """Agent spec whose decisions are imitated (every seat of the teacher games), or null."""
     decisions: int = 40_000

@@ -585,23 +585,41 @@ def build_model(config: TrainConfig, env: Any, paths: RunPaths) -> Any:
 
 
 def init_from_agent(model: Any, config: TrainConfig) -> None:
-    """Copy ``pretrain.init_from``'s policy network (and its value head, unless the critic
-    reads hidden hands) into the learner; ValueError when its network has another shape."""
+    """Copy ``pretrain.init_from``'s policy network and its value head into the learner;
+    ValueError when its network has another shape. An asymmetric critic, which also reads
+    the hidden hands, starts as the source's value head with zero weights on those inputs,
+    when the source's values are in the learner's units (its ``value_scale`` is the config's
+    ``reward_scale`` over zero-sum rounds); otherwise it starts fresh."""
+    import torch
+
     assert config.pretrain.init_from is not None
     source = make_agent(config.pretrain.init_from, config.resolved_rules(), observation=config.observation)
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
     state = model.policy.state_dict()
-    copied = ACTOR_KEYS if config.ppo.asymmetric else ACTOR_KEYS + CRITIC_KEYS
+    same_units = (
+        source.value_scale == config.reward_scale and config.reward == "zero_sum" and config.episode == "round"
+    )
+    copied = ACTOR_KEYS + CRITIC_KEYS if not config.ppo.asymmetric or same_units else ACTOR_KEYS
     for key, tensor in source.policy.state_dict().items():
         if not key.startswith(copied):
             continue
-        if key not in state or state[key].shape != tensor.shape:
+        target = state.get(key)
+        widened = config.ppo.asymmetric and key == f"{CRITIC_KEYS[0]}0.weight"  # the critic's first layer
+        fits = target is not None and (
+            target.shape == tensor.shape
+            or (widened and target.shape[0] == tensor.shape[0] and target.shape[1] > tensor.shape[1])
+        )
+        if not fits:
             raise ValueError(
                 f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
                 f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
             )
-        state[key] = tensor.clone()
+        if target.shape == tensor.shape:
+            state[key] = tensor.clone()
+        else:  # the observation's columns as the source's, the hidden hands' at zero
+            state[key] = torch.zeros_like(target)
+            state[key][:, : tensor.shape[1]] = tensor
     model.policy.load_state_dict(state)
 
 
