@@ -674,8 +674,12 @@ def train(
     """
     import torch
     import yaml
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)  # rollouts and SB3's env processes; the batched env's updates take every core
+    # numpy's BLAS on one thread: the opponents' forward passes are small, and BLAS threads
+    # waiting on a busy core cost more than they share (4x the env's stepping beside another run).
+    threadpool_limits(1, user_api="blas")
     paths = RunPaths(Path(out))
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
