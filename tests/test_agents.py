@@ -342,7 +342,9 @@ def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset)
     positions.append({**positions[0], "action_mask": np.eye(rules.tile_set.num_actions, dtype=np.int8)[0]})
     spec = "search:worlds=12,playout=greedy,epsilon=0,prior=none"
     batch = make_agent(spec, rules, seed=7)
-    chosen = batch.act_batch(np.stack([o["observation"] for o in positions]), np.stack([o["action_mask"] for o in positions]))
+    chosen = batch.act_batch(
+        np.stack([o["observation"] for o in positions]), np.stack([o["action_mask"] for o in positions])
+    )
     alone = make_agent(spec, rules, seed=7)
     draws = 0
     for obs, action in zip(positions, chosen):
@@ -353,7 +355,10 @@ def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset)
         assert alone.act(obs) == action
         draws += int(obs["action_mask"].sum() > 1)  # a forced move samples no worlds
     with pytest.raises(ValueError, match=r"rows \[1\] are all zeros"):
-        batch.act_batch(np.stack([positions[0]["observation"]] * 2), np.stack([positions[0]["action_mask"], np.zeros_like(positions[0]["action_mask"])]))
+        batch.act_batch(
+            np.stack([positions[0]["observation"]] * 2),
+            np.stack([positions[0]["action_mask"], np.zeros_like(positions[0]["action_mask"])]),
+        )
 
 
 @pytest.mark.parametrize("preset", ["standard", "standard_3p"])

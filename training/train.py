@@ -597,20 +597,17 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
     state = model.policy.state_dict()
-    same_units = (
-        source.value_scale == config.reward_scale and config.reward == "zero_sum" and config.episode == "round"
-    )
+    same_units = source.value_scale == config.reward_scale and config.reward == "zero_sum" and config.episode == "round"
     copied = ACTOR_KEYS + CRITIC_KEYS if not config.ppo.asymmetric or same_units else ACTOR_KEYS
     for key, tensor in source.policy.state_dict().items():
         if not key.startswith(copied):
             continue
         target = state.get(key)
         widened = config.ppo.asymmetric and key == f"{CRITIC_KEYS[0]}0.weight"  # the critic's first layer
-        fits = target is not None and (
+        if target is None or not (
             target.shape == tensor.shape
             or (widened and target.shape[0] == tensor.shape[0] and target.shape[1] > tensor.shape[1])
-        )
-        if not fits:
+        ):
             raise ValueError(
                 f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
                 f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
