@@ -674,9 +674,6 @@ def train(
     from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)  # rollouts and SB3's env processes; the batched env's updates take every core
-    # numpy's BLAS on one thread: the opponents' forward passes are small, and BLAS threads
-    # waiting on a busy core cost more than they share (4x the env's stepping beside another run).
-    threadpool_limits(1, user_api="blas")
     paths = RunPaths(Path(out))
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
@@ -690,7 +687,11 @@ def train(
     if remaining <= 0:
         raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
-    finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
+    # numpy's BLAS on one thread while learning (after the warm start, whose teacher may be a
+    # search guided by a network, with large products): the opponents' forward passes are
+    # small, and BLAS threads waiting on a busy core cost more than they share.
+    with threadpool_limits(1, user_api="blas"):
+        finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
     seconds = time.perf_counter() - started
     env.close()
     write_learning_curve(paths, config.eval.opponents)
