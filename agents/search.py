@@ -172,7 +172,7 @@ class SearchAgent(Agent):
             return choices
         obs = [{"observation": observations[i], "action_mask": masks[i]} for i in deciding]
         views = [self.view(o) for o in obs]
-        legal = [[int(a) for a in np.flatnonzero(masks[i])] for i in deciding]
+        legal = [legal_actions(o) for o in obs]
         # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
         # so moves are compared on the same deals).
         values = self._batched_values(views, legal, [self.sample_worlds(k) for k in views])

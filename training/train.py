@@ -145,6 +145,13 @@ def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     return kwargs
 
 
+def round_points_scale(config: TrainConfig) -> float | None:
+    """The learner's value units per zero-sum point of a round (``reward_scale``) when its
+    value head estimates a round's zero-sum points: zero-sum reward over round episodes; else
+    None."""
+    return config.reward_scale if config.reward == "zero_sum" and config.episode == "round" else None
+
+
 def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
     """The learner's policy as an agent folder; with the asymmetric critic, its actor alone."""
     arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
@@ -154,10 +161,9 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
         from block_env.training.critic import export_actor
 
         policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
-    # The value head estimates the round's zero-sum points (times reward_scale) only when it
-    # read the observation alone, over round episodes: then a search may use it at its leaves.
-    estimates_round_points = config.reward == "zero_sum" and config.episode == "round" and not config.ppo.asymmetric
-    value_scale = config.reward_scale if estimates_round_points else None
+    # The saved value head is kept only when it read the observation alone: then a search may
+    # use it at its leaves.
+    value_scale = None if config.ppo.asymmetric else round_points_scale(config)
     return save_agent(
         policy,
         folder,
@@ -597,7 +603,7 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
     state = model.policy.state_dict()
-    same_units = source.value_scale == config.reward_scale and config.reward == "zero_sum" and config.episode == "round"
+    same_units = source.value_scale is not None and source.value_scale == round_points_scale(config)
     copied = ACTOR_KEYS + CRITIC_KEYS if not config.ppo.asymmetric or same_units else ACTOR_KEYS
     for key, tensor in source.policy.state_dict().items():
         if not key.startswith(copied):
