@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
@@ -24,6 +26,22 @@ SAMPLE_ATTEMPTS = 20
 PLAYOUT_WEIGHTS = StrategyWeights()
 #: Batches kept for reuse, one per size (a single decision needs worlds x legal moves games).
 BATCHES_KEPT = 16
+
+
+@dataclass(frozen=True)
+class SearchedMoves:
+    """One searched decision: its legal moves, each move's round value for the deciding
+    side (zero-sum points) in every sampled world, and the move the search chose."""
+
+    legal: list[int]
+    values: np.ndarray
+    """(moves, worlds): row j is ``legal[j]``'s value in each world."""
+    choice: int
+
+    @property
+    def means(self) -> np.ndarray:
+        """Each legal move's mean value over the sampled worlds."""
+        return self.values.mean(axis=1)
 
 
 class SearchAgent(Agent):
@@ -168,17 +186,31 @@ class SearchAgent(Agent):
             return np.array([self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)])
         choices = masks.argmax(axis=1)  # right for the forced moves (one legal action)
         deciding = np.flatnonzero(masks.sum(axis=1) > 1)
-        if not len(deciding):
-            return choices
-        obs = [{"observation": observations[i], "action_mask": masks[i]} for i in deciding]
+        for i, searched in zip(deciding, self.search_moves(np.asarray(observations)[deciding], masks[deciding])):
+            choices[i] = searched.choice
+        return choices
+
+    def search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[SearchedMoves]:
+        """Search each row's position (batched engine): every legal move's round value in
+        every sampled world, and the move the search chooses. What ``act_batch`` decides by,
+        and what expert iteration distils (the values as soft targets)."""
+        if self.engine != "batched":
+            raise ValueError("search_moves runs on the batched engine (engine='batched')")
+        masks = np.asarray(masks, dtype=bool)
+        if not len(masks):
+            return []
+        obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
         views = [self.view(o) for o in obs]
-        legal = [legal_actions(o) for o in obs]
+        legal = [legal_actions(o) for o in obs]  # refuses an all-zero mask
         # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
         # so moves are compared on the same deals).
         values = self._batched_values(views, legal, [self.sample_worlds(k) for k in views])
-        for g, i in enumerate(deciding):
-            choices[i] = legal[g][self._decide(values[g], self._prior_move(obs[g], views[g], legal[g]))]
-        return choices
+        return [
+            SearchedMoves(
+                legal[g], np.array(values[g]), legal[g][self._decide(values[g], self._prior_move(o, k, legal[g]))]
+            )
+            for g, (o, k) in enumerate(zip(obs, views))
+        ]
 
     def _prior_move(self, obs: Observation, k: PublicView, legal: list[int]) -> int | None:
         """The index in ``legal`` of the prior's move (None without a prior)."""

@@ -361,6 +361,27 @@ def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset)
         )
 
 
+def test_search_moves_reports_every_legal_moves_value_in_every_world():
+    """Without a prior the search chooses the move with the best mean value; with one it
+    keeps the prior's move unless the best wins by ``confidence`` standard errors."""
+    rules = Rules()
+    positions = [o for o in _positions(rules, 8) if o["action_mask"].sum() > 1]
+    observations = np.stack([o["observation"] for o in positions])
+    masks = np.stack([o["action_mask"] for o in positions])
+    searched = make_agent("search:worlds=6,prior=none", rules, seed=2).search_moves(observations, masks)
+    for obs, s in zip(positions, searched):
+        assert s.legal == np.flatnonzero(obs["action_mask"]).tolist() and s.values.shape == (len(s.legal), 6)
+        assert s.choice == s.legal[int(np.argmax(s.means))]
+        np.testing.assert_allclose(s.means, s.values.mean(axis=1))
+    # an infinitely cautious search never leaves its prior's move
+    stubborn = make_agent("search:worlds=6,prior=pretrained:standard,confidence=1e9", rules, seed=2)
+    prior = make_agent("pretrained:standard", rules)
+    assert [s.choice for s in stubborn.search_moves(observations, masks)] == [prior.act(o) for o in positions]
+    assert make_agent("search", rules).search_moves(observations[:0], masks[:0]) == []
+    with pytest.raises(ValueError, match="batched engine"):
+        make_agent("search:engine=scalar", rules).search_moves(observations, masks)
+
+
 @pytest.mark.parametrize("preset", ["standard", "standard_3p"])
 def test_search_is_a_batched_opponent_of_the_vector_env(preset):
     """The vector env hands search every waiting game in one call (an illegal choice would

@@ -31,7 +31,7 @@ def test_shipped_configs_are_valid():
             assert RLlibConfig.load(path).iterations > 0
             continue
         config = load_config(path)
-        assert config.total_timesteps > 0, path
+        assert config.total_timesteps > 0 or config.expert.rounds > 0, path
 
 
 @pytest.mark.parametrize(
@@ -67,6 +67,14 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
         ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
         ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
+        ({"total_timesteps": 0}, "total_timesteps must be a finite number >= 1, got 0"),
+        ({"expert": {"rounds": 1}, "observation": "history"}, "expert iteration needs observation 'vector'"),
+        ({"expert": {"rounds": 1}, "episode": "match"}, "expert iteration needs episode 'round'"),
+        ({"expert": {"rounds": 1}, "ppo": {"critic": "full_information"}}, "needs ppo.critic 'observation'"),
+        ({"expert": {"worlds": 0}}, "expert.worlds must be an int >= 1"),
+        ({"expert": {"temperature": 0.0}}, "expert.temperature must be a positive finite number"),
+        ({"expert": {"eval_opponent": "human"}}, "expert.eval_opponent cannot be 'human'"),
+        ({"expert": {"rounds": 1, "eval_opponent": "search:worlds=0"}}, r"expert\.eval_opponent: search worlds"),
     ],
 )
 def test_config_validation_names_the_key(values, message):
@@ -499,3 +507,64 @@ def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observa
     assert "value_scale" not in json.loads((tmp_path / "asymmetric" / "final" / "agent.json").read_text())
     with pytest.raises(ValueError, match="no value_scale"):
         make_agent(f"search:prior=policy:{tmp_path / 'asymmetric' / 'final'},leaf=value", Rules())
+
+
+# -- expert iteration -------------------------------------------------------------------------
+
+
+def expert_config(preset: str, workers: int = 1) -> object:
+    """Expert iteration alone (no PPO) on ``preset`` at a tiny budget: one round."""
+    return config_from_dict(
+        {
+            "rules": preset,
+            "total_timesteps": 0,
+            "ppo": {"net_arch": [16, 16]},
+            "pretrain": {"teacher": None},
+            "expert": {"rounds": 1, "decisions": 48, "worlds": 2, "workers": workers, "games": 4, "eval_deals": 2},
+            "eval": {"opponents": ["random"]},
+        }
+    )
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_expert_iteration_trains_saves_and_its_policy_plays_in_every_preset(preset, tmp_path):
+    """A round searches, distils and measures; each round's policy is an agent folder that
+    loads weights-only and plays legal moves, and distilling changed the policy."""
+    import torch
+
+    from block_env.training.train import train
+
+    summary = train(expert_config(preset, workers=2 if preset == "standard" else 1), tmp_path, progress=False)
+    assert summary["timesteps"] == 0 and [row["round"] for row in summary["expert"]] == [0, 1]
+    assert summary["expert"][1]["decisions"] == 48 and 0.0 <= summary["expert"][1]["accuracy"] <= 1.0
+    with (tmp_path / "expert.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["round"]) for r in rows] == [0, 1] and all(-100 < float(r["margin"]) < 100 for r in rows)
+    assert (tmp_path / "expert.png").stat().st_size > 0
+    rules = Rules.preset(preset)
+    before, after, final = (
+        make_agent(f"policy:{tmp_path / name}", rules, seed=0) for name in ("expert_round_0", "expert_round_1", "final")
+    )
+    assert any(not torch.equal(before.policy.state_dict()[k], v) for k, v in after.policy.state_dict().items())
+    assert all(torch.equal(final.policy.state_dict()[k], v) for k, v in after.policy.state_dict().items())
+    agent_plays_legal_round(after, rules, seed=1)
+
+
+def test_searched_decisions_are_the_searchs_values_of_every_legal_move_and_seeded():
+    from block_env.observations import layout_for
+    from block_env.training.expert import move_value_targets, search_decisions
+
+    config = expert_config("standard")
+    student = ROOT / "agents" / "pretrained" / "standard"
+    data = search_decisions(str(student), config.resolved_rules(), config.expert, 40, seed=5)
+    masks, values = data["masks"], data["values"]
+    assert data["observations"].shape == (40, layout_for(config.resolved_rules(), "vector").size)
+    assert (masks.sum(axis=1) >= 2).all() and np.array_equal(~np.isnan(values), masks)
+    # the value of the move played is one of the legal moves' values
+    assert all(np.isclose(values[i][masks[i]], played).any() for i, played in enumerate(data["played"]))
+    targets = move_value_targets(values, 1.0)
+    assert np.allclose(targets.sum(axis=1), 1.0) and (targets[~masks] == 0).all()
+    best = np.where(masks, values, -np.inf).argmax(axis=1)
+    assert np.array_equal(targets.argmax(axis=1), best)
+    again = search_decisions(str(student), config.resolved_rules(), config.expert, 40, seed=5)
+    assert all(np.array_equal(data[k], again[k], equal_nan=True) for k in data)

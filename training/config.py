@@ -140,6 +140,50 @@ class PretrainConfig:
 
 
 @dataclass(frozen=True)
+class ExpertConfig:
+    """Expert iteration, after the warm start and before PPO: a search guided by the current
+    policy (its moves as the prior and as every seat's playouts) plays itself; each decision's
+    move values, as a softmax at ``temperature``, are distilled back into the policy, and the
+    value head learns the searched value of the move played; repeated ``rounds`` times, each
+    round's policy guiding the next round's search. ``rounds: 0`` skips it."""
+
+    rounds: int = 0
+    """Search-then-distil rounds."""
+    decisions: int = 100_000
+    """Searched decisions (two or more legal moves) per round."""
+    worlds: int = 32
+    """Hidden deals the search samples per decision (each plays every legal move out)."""
+    confidence: float = 1.0
+    """The search keeps the policy's move unless its best move wins by this many standard
+    errors (which move is played in the search's own games; the targets are every move's value)."""
+    temperature: float = 1.0
+    """Points per round: the targets are softmax(move value / temperature) over legal moves."""
+    epochs: int = 4
+    """Passes over each round's decisions."""
+    batch_size: int = 1024
+    """Minibatch size of the distillation."""
+    learning_rate: float = 1e-4
+    """Adam step size of the distillation."""
+    workers: int = 2
+    """Processes that search in parallel."""
+    games: int = 32
+    """Games each worker plays at once (their searches batched together)."""
+    eval_opponent: str = "search"
+    """Each round's policy is measured against this agent (learning curve)."""
+    eval_deals: int = 400
+    """Duplicate deals of that measurement."""
+
+    def validate(self) -> None:
+        check_int("expert.rounds", self.rounds, low=0)
+        for name in ("decisions", "worlds", "epochs", "batch_size", "workers", "games", "eval_deals"):
+            check_int(f"expert.{name}", getattr(self, name), low=1)
+        check_number("expert.confidence", self.confidence, low=0.0)
+        check_number("expert.temperature", self.temperature, positive=True)
+        check_number("expert.learning_rate", self.learning_rate, positive=True)
+        _unattended_spec("expert.eval_opponent", self.eval_opponent)
+
+
+@dataclass(frozen=True)
 class EvalConfig:
     """Periodic evaluation against the baselines (masks always on) and the final arena."""
 
@@ -194,7 +238,7 @@ class TrainConfig:
     observation: str = "vector"
     """Observation encoding: "vector" or "history"."""
     total_timesteps: int = 200_000
-    """Learner environment steps to train for."""
+    """Learner environment steps of PPO (0 with expert iteration: that alone)."""
     n_envs: int = 4
     """Parallel environments."""
     vec_env: str = "batched"
@@ -209,6 +253,7 @@ class TrainConfig:
     0: every core this process may use."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    expert: ExpertConfig = field(default_factory=ExpertConfig)
     opponents: OpponentsConfig = field(default_factory=OpponentsConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
 
@@ -223,7 +268,8 @@ class TrainConfig:
         check_choice("vec_env", self.vec_env, VEC_ENVS)
         check_number("reward_scale", self.reward_scale, positive=True)
         check_int("seed", self.seed, low=0)
-        check_number("total_timesteps", self.total_timesteps, positive=True)
+        # 0 PPO steps is a run of expert iteration alone.
+        check_number("total_timesteps", self.total_timesteps, low=0 if self.expert.rounds else 1)
         check_number("n_envs", self.n_envs, positive=True)
         check_number("checkpoint_every", self.checkpoint_every, positive=True)
         check_int("update_threads", self.update_threads, low=0)
@@ -234,12 +280,24 @@ class TrainConfig:
                 f"engine), got vec_env {self.vec_env!r}"
             )
         self.pretrain.validate()
+        self.expert.validate()
+        if self.expert.rounds:
+            # The guided search reads the policy's "vector" encoding, and the value head
+            # learns searched values of that observation, in zero-sum round points.
+            wanted = {"observation": "vector", "episode": "round", "reward": "zero_sum", "ppo.critic": "observation"}
+            got = {"observation": self.observation, "episode": self.episode, "reward": self.reward}
+            got["ppo.critic"] = self.ppo.critic
+            for key, value in wanted.items():
+                if got[key] != value:
+                    raise ValueError(f"expert iteration needs {key} {value!r}, got {got[key]!r}")
         self.opponents.validate()
         self.eval.validate()
         # Every agent spec built once for the rules and encoding it will play: its options
         # (search:worlds=0) and files (policy:PATH) are checked before any work starts.
         specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
+        if self.expert.rounds:
+            specs.append(("expert.eval_opponent", self.expert.eval_opponent))
         if self.pretrain.teacher is not None:
             specs.append(("pretrain.teacher", self.pretrain.teacher))
         if self.pretrain.init_from is not None:

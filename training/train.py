@@ -283,40 +283,85 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
 def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
     head), before PPO. Returns the final imitation accuracy and losses."""
+    data = collect_teacher_decisions(config)
+    targets = np.zeros(data["masks"].shape, dtype=np.float32)
+    targets[np.arange(len(targets)), data["actions"]] = 1.0
+    return fit_policy(
+        model,
+        config,
+        data["observations"],
+        data["masks"],
+        targets,
+        data["returns"],
+        epochs=config.pretrain.epochs,
+        batch_size=config.pretrain.batch_size,
+        learning_rate=config.pretrain.learning_rate,
+        seed=derive_seed(config.seed, "imitation_batches"),
+    )
+
+
+def fit_policy(
+    model: Any,
+    config: TrainConfig,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    targets: np.ndarray,
+    returns: np.ndarray,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+) -> dict[str, float]:
+    """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
+    per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
+    and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
+    often the policy's best move was the targets' best before fitting (``agreement``) and
+    after the last epoch (``accuracy``), and the last epoch's mean losses."""
     import torch
 
-    data = collect_teacher_decisions(config)
     policy = model.policy
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.pretrain.learning_rate)
-    obs = torch.as_tensor(data["observations"])
-    masks = torch.as_tensor(data["masks"])
-    actions = torch.as_tensor(data["actions"])
-    returns = torch.as_tensor(data["returns"])
-    generator = torch.Generator().manual_seed(derive_seed(config.seed, "imitation_batches"))
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    obs = torch.as_tensor(observations)
+    legal = torch.as_tensor(masks)
+    target = torch.as_tensor(targets, dtype=torch.float32)
+    best = target.argmax(-1)
+    value_target = torch.as_tensor(returns, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(seed)
+
+    def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = policy.extract_features(obs[idx], policy.pi_features_extractor)
+        latent_pi, latent_vf = policy.mlp_extractor(features)
+        logits = policy.action_net(latent_pi).masked_fill(~legal[idx], MASKED_LOGIT)
+        return logits, policy.value_net(latent_vf).squeeze(-1)
+
+    with torch.no_grad():
+        agreement = sum(
+            (masked_logits(idx)[0].argmax(-1) == best[idx]).sum().item()
+            for idx in torch.arange(len(best)).split(batch_size)
+        )
     policy.set_training_mode(True)
     stats: dict[str, float] = {}
-    for _ in range(config.pretrain.epochs):
-        order = torch.randperm(len(actions), generator=generator)
+    for _ in range(epochs):
+        order = torch.randperm(len(best), generator=generator)
         correct = policy_loss_sum = value_loss_sum = 0.0
-        for start in range(0, len(order), config.pretrain.batch_size):
-            idx = order[start : start + config.pretrain.batch_size]
-            features = policy.extract_features(obs[idx], policy.pi_features_extractor)
-            latent_pi, latent_vf = policy.mlp_extractor(features)
-            logits = policy.action_net(latent_pi).masked_fill(~masks[idx], MASKED_LOGIT)
-            policy_loss = torch.nn.functional.cross_entropy(logits, actions[idx])
-            value_loss = torch.nn.functional.mse_loss(policy.value_net(latent_vf).squeeze(-1), returns[idx])
+        for idx in order.split(batch_size):
+            logits, values = masked_logits(idx)
+            policy_loss = torch.nn.functional.cross_entropy(logits, target[idx])
+            value_loss = torch.nn.functional.mse_loss(values, value_target[idx])
             loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            correct += (logits.argmax(-1) == actions[idx]).sum().item()
+            correct += (logits.argmax(-1) == best[idx]).sum().item()
             policy_loss_sum += policy_loss.item() * len(idx)
             value_loss_sum += value_loss.item() * len(idx)
         stats = {
-            "decisions": float(len(actions)),
-            "accuracy": correct / len(actions),
-            "policy_loss": policy_loss_sum / len(actions),
-            "value_loss": value_loss_sum / len(actions),
+            "decisions": float(len(best)),
+            "agreement": agreement / len(best),
+            "accuracy": correct / len(best),
+            "policy_loss": policy_loss_sum / len(best),
+            "value_loss": value_loss_sum / len(best),
         }
     policy.set_training_mode(False)
     return stats
@@ -688,16 +733,23 @@ def train(
     env = make_vec_env(config, pool)
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
     pretrain_stats = warm_start(model, config, paths) if resume is None else None
+    expert_rows = None
+    if resume is None and config.expert.rounds:
+        from block_env.training.expert import expert_iteration  # it fits with this module's fit_policy
+
+        expert_rows = expert_iteration(model, config, paths.root)
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
-    if remaining <= 0:
+    if remaining <= 0 and (resume is not None or config.total_timesteps):
         raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
-    # numpy's BLAS on one thread while learning (after the warm start, whose teacher may be a
-    # search guided by a network, with large products): the opponents' forward passes are
-    # small, and BLAS threads waiting on a busy core cost more than they share.
-    with threadpool_limits(1, user_api="blas"):
-        finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
+    finished = True
+    if remaining > 0:  # no PPO steps: the run was expert iteration alone
+        # numpy's BLAS on one thread while learning (after the warm start, whose teacher may
+        # be a search guided by a network, with large products): the opponents' forward
+        # passes are small, and BLAS threads waiting on a busy core cost more than they share.
+        with threadpool_limits(1, user_api="blas"):
+            finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
     seconds = time.perf_counter() - started
     env.close()
     write_learning_curve(paths, config.eval.opponents)
@@ -715,6 +767,7 @@ def train(
         "step_0_agent": str(paths.agent(STEP_0)),
         "learning_curve": str(paths.curve_png),
         "pretrain": pretrain_stats,
+        "expert": expert_rows,
     }
     write_atomically(paths.root / "training.json", json.dumps(summary, indent=2) + "\n")
     return summary

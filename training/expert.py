@@ -1,0 +1,223 @@
+"""Expert iteration: a search guided by the current policy plays itself, and what it finds
+is distilled back into the policy; each round's policy guides the next round's search.
+
+The search (``agents.search.SearchAgent`` with the policy as its prior and as every seat's
+playout policy) values each legal move by sampling hidden deals consistent with the public
+record and playing every move out in each. Those mean values, as a softmax at
+``expert.temperature`` points, are the policy's targets; the searched value of the move
+played is the value head's. Workers search in parallel processes, each playing
+``expert.games`` games at once so that their searches share one batch.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from block_env.agents.search import SearchAgent
+from block_env.arena import ArenaConfig, run_arena, summarize
+from block_env.batched import BatchedGames
+from block_env.files import save_atomically, write_csv_atomically
+from block_env.observations import batch_encoder
+from block_env.rules import Rules
+from block_env.seeding import derive_seed
+from block_env.training.config import ExpertConfig, TrainConfig
+
+EXPERT_CSV = "expert.csv"
+EXPERT_PNG = "expert.png"
+
+
+def round_agent_name(k: int) -> str:
+    """The agent folder name of round ``k``'s policy (round 0: the starting policy)."""
+    return f"expert_round_{k}"
+
+
+def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions: int, seed: int) -> dict[str, Any]:
+    """One worker: the search guided by the agent folder ``student`` at every seat of
+    ``expert.games`` games at once until ``decisions`` decisions with two or more legal
+    moves are searched. Returns their observations, masks, every legal move's mean value
+    (NaN elsewhere; zero-sum points of the deciding side) and the value of the move played."""
+    from threadpoolctl import threadpool_limits
+
+    teacher = SearchAgent(
+        rules,
+        seed=derive_seed(seed, "teacher"),
+        worlds=expert.worlds,
+        prior=f"policy:{student}",
+        playout="policy",
+        confidence=expert.confidence,
+    )
+    games = BatchedGames(rules, expert.games, seed=derive_seed(seed, "deals"))
+    encode = batch_encoder(rules, "vector")
+    observations, masks, values, played = [], [], [], []
+    with threadpool_limits(1, user_api="blas"):  # one process per core: BLAS threads would only wait
+        while len(played) < decisions:
+            legal = games.legal_mask().astype(bool)
+            actions = legal.argmax(axis=1)  # the forced moves
+            deciding = np.flatnonzero(legal.sum(axis=1) > 1)
+            obs = encode(games, deciding, games.current[deciding])
+            for i, row, searched in zip(deciding, obs, teacher.search_moves(obs, legal[deciding])):
+                actions[i] = searched.choice
+                move_values = np.full(legal.shape[1], np.nan, dtype=np.float32)
+                move_values[searched.legal] = searched.means
+                observations.append(row)
+                masks.append(legal[i])
+                values.append(move_values)
+                played.append(move_values[searched.choice])
+            games.step(actions, check=False)
+            if games.over.any():
+                games.advance(np.flatnonzero(games.over))
+    return {
+        "observations": np.asarray(observations[:decisions], dtype=np.float32),
+        "masks": np.asarray(masks[:decisions]),
+        "values": np.asarray(values[:decisions], dtype=np.float32),
+        "played": np.asarray(played[:decisions], dtype=np.float32),
+    }
+
+
+def searched_round(student: Path, config: TrainConfig, k: int) -> dict[str, np.ndarray]:
+    """Round ``k``'s decisions, searched by ``expert.workers`` processes (each its own seeds)."""
+    expert = config.expert
+    shares = [
+        expert.decisions // expert.workers + (w < expert.decisions % expert.workers) for w in range(expert.workers)
+    ]
+    seeds = [derive_seed(config.seed, f"expert_round_{k}", w) for w in range(expert.workers)]
+    rules = config.resolved_rules()
+    if expert.workers == 1:
+        parts = [search_decisions(str(student), rules, expert, shares[0], seeds[0])]
+    else:
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool:
+            parts = list(
+                pool.map(
+                    search_decisions,
+                    [str(student)] * expert.workers,
+                    [rules] * expert.workers,
+                    [expert] * expert.workers,
+                    shares,
+                    seeds,
+                )
+            )
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def move_value_targets(values: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(value / temperature) over each row's legal moves (the non-NaN entries); 0 elsewhere.
+
+    Examples:
+        >>> move_value_targets(np.array([[1.0, np.nan, 1.0], [2.0, 0.0, np.nan]]), 1.0).round(3)
+        array([[0.5  , 0.   , 0.5  ],
+               [0.881, 0.119, 0.   ]])
+    """
+    scaled = np.where(np.isnan(values), -np.inf, values / temperature)
+    scaled -= scaled.max(axis=1, keepdims=True)
+    weights = np.exp(scaled)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def measure(agent: Path, config: TrainConfig) -> Any:
+    """The agent's margin over ``expert.eval_opponent`` on the same duplicate deals every round."""
+    spec, opponent = f"policy:{agent}", config.expert.eval_opponent
+    arena = ArenaConfig(
+        agents=(spec, opponent),
+        rules=config.resolved_rules(),
+        episode=config.episode,
+        deals=config.expert.eval_deals,
+        seed=derive_seed(config.seed, "expert_eval"),
+        workers=config.expert.workers,
+    )
+    return summarize(arena, run_arena(arena, progress=False)).head_to_head[spec][opponent]
+
+
+def expert_iteration(model: Any, config: TrainConfig, root: Path) -> list[dict[str, Any]]:
+    """``expert.rounds`` rounds of search and distillation on ``model``'s policy, in place.
+    Each round's policy is saved as the agent folder ``root/expert_round_K`` and measured
+    against ``expert.eval_opponent``; the rows (also ``root/expert.csv`` and ``expert.png``)
+    are returned."""
+    from block_env.training.train import fit_policy, save_policy_agent
+
+    expert = config.expert
+    student = save_policy_agent(model, root / round_agent_name(0), config)
+    start = measure(student, config)
+    rows = [
+        {
+            "round": 0,
+            "decisions": 0,
+            "seconds": 0.0,
+            "agreement": "",
+            "accuracy": "",
+            "margin": start.mean,
+            "low": start.low,
+            "high": start.high,
+        }
+    ]
+    print(
+        f"expert iteration: round 0 - {expert.eval_opponent} {start.mean:+.2f} ({start.low:+.2f}..{start.high:+.2f})",
+        flush=True,
+    )
+    for k in range(1, expert.rounds + 1):
+        started = time.perf_counter()
+        data = searched_round(student, config, k)
+        stats = fit_policy(
+            model,
+            config,
+            data["observations"],
+            data["masks"],
+            move_value_targets(data["values"], expert.temperature),
+            data["played"] * config.reward_scale,
+            epochs=expert.epochs,
+            batch_size=expert.batch_size,
+            learning_rate=expert.learning_rate,
+            seed=derive_seed(config.seed, "expert_batches", k),
+        )
+        student = save_policy_agent(model, root / round_agent_name(k), config)
+        seconds = time.perf_counter() - started
+        margin = measure(student, config)
+        rows.append(
+            {
+                "round": k,
+                "decisions": len(data["played"]),
+                "seconds": round(seconds, 1),
+                "agreement": round(stats["agreement"], 4),
+                "accuracy": round(stats["accuracy"], 4),
+                "margin": margin.mean,
+                "low": margin.low,
+                "high": margin.high,
+            }
+        )
+        print(
+            f"expert iteration: round {k}: {len(data['played'])} searched decisions in {seconds:.0f} s, "
+            f"the policy agreed with the search on {stats['agreement']:.1%} (after distilling {stats['accuracy']:.1%}); "
+            f"- {expert.eval_opponent} {margin.mean:+.2f} ({margin.low:+.2f}..{margin.high:+.2f})",
+            flush=True,
+        )
+        write_expert_curve(root, rows, expert.eval_opponent)
+    return rows
+
+
+def write_expert_curve(root: Path, rows: list[dict[str, Any]], opponent: str) -> None:
+    """expert.csv and expert.png: each round's margin over ``opponent`` with its 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    write_csv_atomically(root / EXPERT_CSV, list(rows[0]), rows)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    rounds = [r["round"] for r in rows]
+    ax.plot(rounds, [r["margin"] for r in rows], marker="o", label=f"policy - {opponent}")
+    ax.fill_between(rounds, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.15)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xlabel("expert iteration round")
+    ax.set_ylabel("points margin per round (95% CI)")
+    ax.set_xticks(rounds)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    save_atomically(root / EXPERT_PNG, lambda temporary: fig.savefig(temporary, dpi=110, format="png"))
+    plt.close(fig)
