@@ -120,9 +120,7 @@ def run_arena(
     if records_path is not None:
         done = open_records(Path(records_path), config, resume)
     tasks = [(config, d, s) for d, s in enumerate(seeds) if d >= first_deal and d not in done]
-    bar = _progress_bar(
-        progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals"
-    )
+    bar = progress_bar(progress, config.deals - first_deal, f"arena: {len(config.agents)} agents, {config.deals} deals")
     with bar as update:
         for _ in done:
             update()
@@ -159,17 +157,17 @@ def _play(
 
 
 @contextmanager
-def _progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callable[[], None]]:
-    """Yields ``advance()``: a rich progress bar, or nothing when ``enabled`` is False."""
+def progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callable[..., None]]:
+    """Yields ``advance(steps=1)``: a rich progress bar, or nothing when ``enabled`` is False."""
     if not enabled:
-        yield lambda: None
+        yield lambda steps=1: None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns) as progress:
         task = progress.add_task(description, total=total)
-        yield lambda: progress.advance(task)
+        yield lambda steps=1: progress.advance(task, steps)
 
 
 def evaluate_into(

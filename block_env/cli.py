@@ -128,7 +128,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = load_config(args.config, _train_overrides(args))
     out = _output_folder(args.out)
     resume = latest_checkpoint(out) if args.resume == "latest" else args.resume
-    summary = train(config, out, resume=resume, progress=not args.quiet)
+    try:
+        summary = train(config, out, resume=resume, progress=not args.quiet)
+    except KeyboardInterrupt:  # in the warm start or expert iteration (PPO saves a checkpoint and returns)
+        return 130
     print(json.dumps(summary, indent=2))
     return 130 if summary.get("interrupted") else 0
 

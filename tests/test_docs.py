@@ -53,15 +53,28 @@ def test_python_examples_run(page, capsys):
 
 
 def test_every_config_key_is_documented():
-    from block_env.training.config import EvalConfig, OpponentsConfig, PPOConfig, PretrainConfig, TrainConfig
+    from block_env.training.config import (
+        EvalConfig,
+        ExpertConfig,
+        OpponentsConfig,
+        PPOConfig,
+        PretrainConfig,
+        TrainConfig,
+    )
     from block_env.training.rllib import RLlibConfig
 
     text = (DOCS / "training.md").read_text()
     sections = {"": TrainConfig, "ppo.": PPOConfig, "pretrain.": PretrainConfig, "opponents.": OpponentsConfig}
-    sections["eval."] = EvalConfig
+    sections["eval."], sections["expert."] = EvalConfig, ExpertConfig
     for prefix, cls in sections.items():
         for field in dataclasses.fields(cls):
-            if not dataclasses.is_dataclass(field.type) and field.name not in ("ppo", "pretrain", "opponents", "eval"):
+            if not dataclasses.is_dataclass(field.type) and field.name not in (
+                "ppo",
+                "pretrain",
+                "expert",
+                "opponents",
+                "eval",
+            ):
                 assert f"`{prefix}{field.name}`" in text, f"docs/training.md does not document {prefix}{field.name}"
     for field in dataclasses.fields(RLlibConfig):
         assert f"`{field.name}`" in text, f"docs/training.md does not document train-rllib's {field.name}"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import default_sigint, round_of, signal_when
+import yaml
+from conftest import agent_plays_legal_round, default_sigint, round_of, signal_when
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -298,3 +299,32 @@ def test_ctrl_c_during_training_leaves_a_resumable_checkpoint(tmp_path):
     target = summary["timesteps"] + 256
     assert main([*args, "--total-timesteps", str(target), "--resume", str(checkpoint)]) == 0
     assert json.loads((out / "training.json").read_text())["timesteps"] >= target
+
+
+def test_ctrl_c_during_expert_iteration_keeps_the_rounds_already_saved(tmp_path):
+    values = {
+        "total_timesteps": 0,
+        "ppo": {"net_arch": [16, 16]},
+        "pretrain": {"teacher": None},
+        "expert": {"rounds": 50, "decisions": 48, "worlds": 2, "workers": 1, "games": 4, "eval_deals": 2},
+        "eval": {"opponents": ["random"]},
+    }
+    config = tmp_path / "expert.yaml"
+    config.write_text(yaml.safe_dump(values))
+    out = tmp_path / "run"
+    process = subprocess.Popen(
+        [*CLI, "train", "--config", str(config), "--out", str(out), "--quiet"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=default_sigint,
+    )
+    code = signal_when(process, signal.SIGINT, lambda: (out / "expert_round_2" / "policy.pth").exists())
+    assert code == 130
+    assert process.stdout is not None and "interrupted in round" in process.stdout.read()
+    saved = sorted(int(p.name.rsplit("_", 1)[1]) for p in out.glob("expert_round_*"))
+    assert saved[:3] == [0, 1, 2] and saved == list(range(len(saved))) and len(saved) < 51
+    agent_plays_legal_round(
+        make_agent(f"policy:{out / f'expert_round_{saved[-1]}'}", "standard", seed=0), "standard", 0
+    )

@@ -21,6 +21,7 @@ import numpy as np
 
 from block_env.agents.search import SearchAgent
 from block_env.arena import ArenaConfig, run_arena, summarize
+from block_env.arena.play import progress_bar
 from block_env.batched import BatchedGames
 from block_env.files import save_atomically, write_csv_atomically
 from block_env.observations import batch_encoder
@@ -30,6 +31,8 @@ from block_env.training.config import ExpertConfig, TrainConfig
 
 EXPERT_CSV = "expert.csv"
 EXPERT_PNG = "expert.png"
+#: Pieces each worker's share of a round is searched in (the progress bar's steps).
+CHUNKS_PER_WORKER = 8
 
 
 def round_agent_name(k: int) -> str:
@@ -80,29 +83,26 @@ def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions
     }
 
 
-def searched_round(student: Path, config: TrainConfig, k: int) -> dict[str, np.ndarray]:
-    """Round ``k``'s decisions, searched by ``expert.workers`` processes (each its own seeds)."""
+def searched_round(student: Path, config: TrainConfig, k: int, progress: bool) -> dict[str, np.ndarray]:
+    """Round ``k``'s decisions, searched in ``expert.workers`` processes, in chunks (each
+    with its own seeds) so that a progress bar can follow them."""
     expert = config.expert
-    shares = [
-        expert.decisions // expert.workers + (w < expert.decisions % expert.workers) for w in range(expert.workers)
-    ]
-    seeds = [derive_seed(config.seed, f"expert_round_{k}", w) for w in range(expert.workers)]
-    rules = config.resolved_rules()
-    if expert.workers == 1:
-        parts = [search_decisions(str(student), rules, expert, shares[0], seeds[0])]
-    else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool:
-            parts = list(
-                pool.map(
-                    search_decisions,
-                    [str(student)] * expert.workers,
-                    [rules] * expert.workers,
-                    [expert] * expert.workers,
-                    shares,
-                    seeds,
-                )
-            )
+    chunks = expert.workers * CHUNKS_PER_WORKER
+    sizes = [size for c in range(chunks) if (size := expert.decisions // chunks + (c < expert.decisions % chunks))]
+    seeds = [derive_seed(config.seed, f"expert_round_{k}", c) for c in range(len(sizes))]
+    tasks = ([str(student)] * len(sizes), [config.resolved_rules()] * len(sizes), [expert] * len(sizes), sizes, seeds)
+    parts = []
+    with progress_bar(progress, expert.decisions, f"round {k}: searched decisions") as advance:
+        if expert.workers == 1:
+            for part in map(search_decisions, *tasks):
+                parts.append(part)
+                advance(len(part["played"]))
+        else:
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool:
+                for part in pool.map(search_decisions, *tasks):
+                    parts.append(part)
+                    advance(len(part["played"]))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
@@ -134,70 +134,81 @@ def measure(agent: Path, config: TrainConfig) -> Any:
     return summarize(arena, run_arena(arena, progress=False)).head_to_head[spec][opponent]
 
 
-def expert_iteration(model: Any, config: TrainConfig, root: Path) -> list[dict[str, Any]]:
+def expert_iteration(model: Any, config: TrainConfig, root: Path, progress: bool = True) -> list[dict[str, Any]]:
     """``expert.rounds`` rounds of search and distillation on ``model``'s policy, in place.
     Each round's policy is saved as the agent folder ``root/expert_round_K`` and measured
     against ``expert.eval_opponent``; the rows (also ``root/expert.csv`` and ``expert.png``)
-    are returned."""
-    from block_env.training.train import fit_policy, save_policy_agent
+    are returned. Ctrl-C keeps the rounds already saved (and says how to go on from the last)."""
+    from block_env.training.train import save_policy_agent
 
     expert = config.expert
-    student = save_policy_agent(model, root / round_agent_name(0), config)
-    start = measure(student, config)
-    rows = [
-        {
-            "round": 0,
-            "decisions": 0,
-            "seconds": 0.0,
-            "agreement": "",
-            "accuracy": "",
-            "margin": start.mean,
-            "low": start.low,
-            "high": start.high,
-        }
-    ]
+    last, saved = 0, save_policy_agent(model, root / round_agent_name(0), config)
+    rows = [curve_row(0, saved, config)]
+    for k in range(1, expert.rounds + 1):
+        try:
+            started = time.perf_counter()
+            stats = distil_round(model, config, searched_round(saved, config, k, progress), k)
+            last, saved = k, save_policy_agent(model, root / round_agent_name(k), config)
+            rows.append(curve_row(k, saved, config, stats, time.perf_counter() - started))
+            write_expert_curve(root, rows, expert.eval_opponent)
+        except KeyboardInterrupt:
+            print(
+                f"interrupted in round {k}: rounds 0..{last} are saved; go on from round {last} with "
+                f"pretrain.init_from: policy:{saved} and expert.rounds: {expert.rounds - last}",
+                flush=True,
+            )
+            raise
+    return rows
+
+
+def distil_round(model: Any, config: TrainConfig, data: dict[str, np.ndarray], k: int) -> dict[str, float]:
+    """Fit the policy to round ``k``'s searched move values (a softmax at ``expert.temperature``)
+    and the value head to the searched value of each move played."""
+    from block_env.training.train import fit_policy
+
+    expert = config.expert
+    return fit_policy(
+        model,
+        config,
+        data["observations"],
+        data["masks"],
+        move_value_targets(data["values"], expert.temperature),
+        data["played"] * config.reward_scale,
+        epochs=expert.epochs,
+        batch_size=expert.batch_size,
+        learning_rate=expert.learning_rate,
+        seed=derive_seed(config.seed, "expert_batches", k),
+    )
+
+
+def curve_row(
+    k: int, agent: Path, config: TrainConfig, stats: dict[str, float] | None = None, seconds: float = 0.0
+) -> dict[str, Any]:
+    """Round ``k``'s learning-curve row (printed too): its policy's margin over
+    ``expert.eval_opponent`` and, after a distillation, how it went."""
+    margin = measure(agent, config)
+    row = {
+        "round": k,
+        "decisions": int(stats["decisions"]) if stats else 0,
+        "seconds": round(seconds, 1),
+        "agreement": round(stats["agreement"], 4) if stats else "",
+        "accuracy": round(stats["accuracy"], 4) if stats else "",
+        "margin": margin.mean,
+        "low": margin.low,
+        "high": margin.high,
+    }
+    done = (
+        f"{row['decisions']} searched decisions in {seconds:.0f} s, the policy agreed with the search's best "
+        f"move on {stats['agreement']:.1%} (after distilling {stats['accuracy']:.1%}); "
+        if stats
+        else ""
+    )
     print(
-        f"expert iteration: round 0 - {expert.eval_opponent} {start.mean:+.2f} ({start.low:+.2f}..{start.high:+.2f})",
+        f"expert iteration round {k}: {done}- {config.expert.eval_opponent} "
+        f"{margin.mean:+.2f} ({margin.low:+.2f}..{margin.high:+.2f})",
         flush=True,
     )
-    for k in range(1, expert.rounds + 1):
-        started = time.perf_counter()
-        data = searched_round(student, config, k)
-        stats = fit_policy(
-            model,
-            config,
-            data["observations"],
-            data["masks"],
-            move_value_targets(data["values"], expert.temperature),
-            data["played"] * config.reward_scale,
-            epochs=expert.epochs,
-            batch_size=expert.batch_size,
-            learning_rate=expert.learning_rate,
-            seed=derive_seed(config.seed, "expert_batches", k),
-        )
-        student = save_policy_agent(model, root / round_agent_name(k), config)
-        seconds = time.perf_counter() - started
-        margin = measure(student, config)
-        rows.append(
-            {
-                "round": k,
-                "decisions": len(data["played"]),
-                "seconds": round(seconds, 1),
-                "agreement": round(stats["agreement"], 4),
-                "accuracy": round(stats["accuracy"], 4),
-                "margin": margin.mean,
-                "low": margin.low,
-                "high": margin.high,
-            }
-        )
-        print(
-            f"expert iteration: round {k}: {len(data['played'])} searched decisions in {seconds:.0f} s, "
-            f"the policy agreed with the search on {stats['agreement']:.1%} (after distilling {stats['accuracy']:.1%}); "
-            f"- {expert.eval_opponent} {margin.mean:+.2f} ({margin.low:+.2f}..{margin.high:+.2f})",
-            flush=True,
-        )
-        write_expert_curve(root, rows, expert.eval_opponent)
-    return rows
+    return row
 
 
 def write_expert_curve(root: Path, rows: list[dict[str, Any]], opponent: str) -> None:

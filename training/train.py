@@ -737,7 +737,7 @@ def train(
     if resume is None and config.expert.rounds:
         from block_env.training.expert import expert_iteration  # it fits with this module's fit_policy
 
-        expert_rows = expert_iteration(model, config, paths.root)
+        expert_rows = expert_iteration(model, config, paths.root, progress)
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
     if remaining <= 0 and (resume is not None or config.total_timesteps):
