@@ -169,7 +169,6 @@ def distil_round(model: Any, config: TrainConfig, data: dict[str, np.ndarray], k
     expert = config.expert
     return fit_policy(
         model,
-        config,
         data["observations"],
         data["masks"],
         move_value_targets(data["values"], expert.temperature),

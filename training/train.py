@@ -288,7 +288,6 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     targets[np.arange(len(targets)), data["actions"]] = 1.0
     return fit_policy(
         model,
-        config,
         data["observations"],
         data["masks"],
         targets,
@@ -302,7 +301,6 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
 
 def fit_policy(
     model: Any,
-    config: TrainConfig,
     observations: np.ndarray,
     masks: np.ndarray,
     targets: np.ndarray,
