@@ -73,6 +73,7 @@ def test_shipped_configs_are_valid():
         ({"expert": {"rounds": 1}, "ppo": {"critic": "full_information"}}, "needs ppo.critic 'observation'"),
         ({"expert": {"worlds": 0}}, "expert.worlds must be an int >= 1"),
         ({"expert": {"temperature": 0.0}}, "expert.temperature must be a positive finite number"),
+        ({"expert": {"targets": "moves"}}, "expert.targets must be one of"),
         ({"expert": {"eval_opponent": "human"}}, "expert.eval_opponent cannot be 'human'"),
         ({"expert": {"rounds": 1, "eval_opponent": "search:worlds=0"}}, r"expert\.eval_opponent: search worlds"),
     ],
@@ -512,7 +513,7 @@ def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observa
 # -- expert iteration -------------------------------------------------------------------------
 
 
-def expert_config(preset: str, workers: int = 1) -> object:
+def expert_config(preset: str, workers: int = 1, targets: str = "values") -> object:
     """Expert iteration alone (no PPO) on ``preset`` at a tiny budget: one round."""
     return config_from_dict(
         {
@@ -520,7 +521,15 @@ def expert_config(preset: str, workers: int = 1) -> object:
             "total_timesteps": 0,
             "ppo": {"net_arch": [16, 16]},
             "pretrain": {"teacher": None},
-            "expert": {"rounds": 1, "decisions": 48, "worlds": 2, "workers": workers, "games": 4, "eval_deals": 2},
+            "expert": {
+                "rounds": 1,
+                "decisions": 48,
+                "worlds": 2,
+                "workers": workers,
+                "games": 4,
+                "eval_deals": 2,
+                "targets": targets,
+            },
             "eval": {"opponents": ["random"]},
         }
     )
@@ -534,7 +543,9 @@ def test_expert_iteration_trains_saves_and_its_policy_plays_in_every_preset(pres
 
     from block_env.training.train import train
 
-    summary = train(expert_config(preset, workers=2 if preset == "standard" else 1), tmp_path, progress=False)
+    # the process pool on standard; the search's choices as targets on partnerships
+    config = expert_config(preset, 2 if preset == "standard" else 1, "choice" if preset == "partnership" else "values")
+    summary = train(config, tmp_path, progress=False)
     assert summary["timesteps"] == 0 and [row["round"] for row in summary["expert"]] == [0, 1]
     assert summary["expert"][1]["decisions"] == 48 and 0.0 <= summary["expert"][1]["accuracy"] <= 1.0
     with (tmp_path / "expert.csv").open() as f:
@@ -560,8 +571,8 @@ def test_searched_decisions_are_the_searchs_values_of_every_legal_move_and_seede
     masks, values = data["masks"], data["values"]
     assert data["observations"].shape == (40, layout_for(config.resolved_rules(), "vector").size)
     assert (masks.sum(axis=1) >= 2).all() and np.array_equal(~np.isnan(values), masks)
-    # the value of the move played is one of the legal moves' values
-    assert all(np.isclose(values[i][masks[i]], played).any() for i, played in enumerate(data["played"]))
+    # the move played is the search's choice, and its value that move's
+    assert np.array_equal(values[np.arange(40), data["choices"]], data["played"])
     targets = move_value_targets(values, 1.0)
     assert np.allclose(targets.sum(axis=1), 1.0) and (targets[~masks] == 0).all()
     best = np.where(masks, values, -np.inf).argmax(axis=1)

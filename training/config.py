@@ -23,6 +23,8 @@ from block_env.validation import check_choice, check_int, check_number, is_numbe
 VEC_ENVS = ("batched", "subproc", "dummy")
 #: What the value network reads (block_env.training.critic).
 CRITICS = ("observation", "full_information")
+#: What expert iteration fits the policy to (ExpertConfig.targets).
+EXPERT_TARGETS = ("values", "choice")
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,10 @@ class PretrainConfig:
 class ExpertConfig:
     """Expert iteration, after the warm start and before PPO: a search guided by the current
     policy (its moves as the prior and as every seat's playouts) plays itself; each decision's
-    move values, as a softmax at ``temperature``, are distilled back into the policy, and the
-    value head learns the searched value of the move played; repeated ``rounds`` times, each
-    round's policy guiding the next round's search. ``rounds: 0`` skips it."""
+    move values, as a softmax at ``temperature`` (or the search's choice), are distilled back
+    into the policy, and the value head learns the searched value of the move played;
+    repeated ``rounds`` times, each round's policy guiding the next round's search.
+    ``rounds: 0`` skips it."""
 
     rounds: int = 0
     """Search-then-distil rounds."""
@@ -156,6 +159,10 @@ class ExpertConfig:
     confidence: float = 1.0
     """The search keeps the policy's move unless its best move wins by this many standard
     errors (which move is played in the search's own games; the targets are every move's value)."""
+    targets: str = "values"
+    """What the policy is fitted to: "values" (softmax(move value / temperature) over the
+    legal moves) or "choice" (the move the search chose, which is the policy's own unless the
+    search beat it by ``confidence`` standard errors)."""
     temperature: float = 1.0
     """Points per round: the targets are softmax(move value / temperature) over legal moves."""
     epochs: int = 4
@@ -178,6 +185,7 @@ class ExpertConfig:
         for name in ("decisions", "worlds", "epochs", "batch_size", "workers", "games", "eval_deals"):
             check_int(f"expert.{name}", getattr(self, name), low=1)
         check_number("expert.confidence", self.confidence, low=0.0)
+        check_choice("expert.targets", self.targets, EXPERT_TARGETS)
         check_number("expert.temperature", self.temperature, positive=True)
         check_number("expert.learning_rate", self.learning_rate, positive=True)
         _unattended_spec("expert.eval_opponent", self.eval_opponent)

@@ -4,8 +4,9 @@ is distilled back into the policy; each round's policy guides the next round's s
 The search (``agents.search.SearchAgent`` with the policy as its prior and as every seat's
 playout policy) values each legal move by sampling hidden deals consistent with the public
 record and playing every move out in each. Those mean values, as a softmax at
-``expert.temperature`` points, are the policy's targets; the searched value of the move
-played is the value head's. Workers search in parallel processes, each playing
+``expert.temperature`` points, are the policy's targets (or, with ``expert.targets:
+choice``, the move the search chose); the searched value of the move played is the value
+head's. Workers search in parallel processes, each playing
 ``expert.games`` games at once so that their searches share one batch.
 """
 
@@ -44,7 +45,8 @@ def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions
     """One worker: the search guided by the agent folder ``student`` at every seat of
     ``expert.games`` games at once until ``decisions`` decisions with two or more legal
     moves are searched. Returns their observations, masks, every legal move's mean value
-    (NaN elsewhere; zero-sum points of the deciding side) and the value of the move played."""
+    (NaN elsewhere; zero-sum points of the deciding side), the move played (the search's
+    choice) and its value."""
     from threadpoolctl import threadpool_limits
 
     teacher = SearchAgent(
@@ -57,7 +59,7 @@ def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions
     )
     games = BatchedGames(rules, expert.games, seed=derive_seed(seed, "deals"))
     encode = batch_encoder(rules, "vector")
-    observations, masks, values, played = [], [], [], []
+    observations, masks, values, played, choices = [], [], [], [], []
     with threadpool_limits(1, user_api="blas"):  # one process per core: BLAS threads would only wait
         while len(played) < decisions:
             legal = games.legal_mask().astype(bool)
@@ -72,6 +74,7 @@ def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions
                 masks.append(legal[i])
                 values.append(move_values)
                 played.append(move_values[searched.choice])
+                choices.append(searched.choice)
             games.step(actions, check=False)
             if games.over.any():
                 games.advance(np.flatnonzero(games.over))
@@ -80,6 +83,7 @@ def search_decisions(student: str, rules: Rules, expert: ExpertConfig, decisions
         "masks": np.asarray(masks[:decisions]),
         "values": np.asarray(values[:decisions], dtype=np.float32),
         "played": np.asarray(played[:decisions], dtype=np.float32),
+        "choices": np.asarray(choices[:decisions], dtype=np.int64),
     }
 
 
@@ -162,16 +166,22 @@ def expert_iteration(model: Any, config: TrainConfig, root: Path, progress: bool
 
 
 def distil_round(model: Any, config: TrainConfig, data: dict[str, np.ndarray], k: int) -> dict[str, float]:
-    """Fit the policy to round ``k``'s searched move values (a softmax at ``expert.temperature``)
-    and the value head to the searched value of each move played."""
+    """Fit the policy to round ``k``'s searches (``expert.targets``: every move's value as a
+    softmax at ``expert.temperature``, or the search's choice) and the value head to the
+    searched value of each move played."""
     from block_env.training.train import fit_policy
 
     expert = config.expert
+    if expert.targets == "values":
+        targets = move_value_targets(data["values"], expert.temperature)
+    else:
+        targets = np.zeros(data["masks"].shape, dtype=np.float32)
+        targets[np.arange(len(targets)), data["choices"]] = 1.0
     return fit_policy(
         model,
         data["observations"],
         data["masks"],
-        move_value_targets(data["values"], expert.temperature),
+        targets,
         data["played"] * config.reward_scale,
         epochs=expert.epochs,
         batch_size=expert.batch_size,
