@@ -96,17 +96,14 @@ def searched_round(student: Path, config: TrainConfig, k: int, progress: bool) -
     seeds = [derive_seed(config.seed, f"expert_round_{k}", c) for c in range(len(sizes))]
     tasks = ([str(student)] * len(sizes), [config.resolved_rules()] * len(sizes), [expert] * len(sizes), sizes, seeds)
     parts = []
-    with progress_bar(progress, expert.decisions, f"round {k}: searched decisions") as advance:
-        if expert.workers == 1:
-            for part in map(search_decisions, *tasks):
-                parts.append(part)
-                advance(len(part["played"]))
-        else:
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool:
-                for part in pool.map(search_decisions, *tasks):
-                    parts.append(part)
-                    advance(len(part["played"]))
+    context = multiprocessing.get_context("spawn")  # workers start only when tasks go to the pool
+    with (
+        progress_bar(progress, expert.decisions, f"round {k}: searched decisions") as advance,
+        ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool,
+    ):
+        for part in (pool.map if expert.workers > 1 else map)(search_decisions, *tasks):
+            parts.append(part)
+            advance(len(part["played"]))
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
 
