@@ -193,7 +193,7 @@ class SearchAgent(Agent):
     def search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[SearchedMoves]:
         """Search each row's position (batched engine): every legal move's round value in
         every sampled world, and the move the search chooses. What ``act_batch`` decides by,
-        and what expert iteration distils (the values as soft targets)."""
+        and what expert iteration distils (its values as soft targets, or its choices)."""
         if self.engine != "batched":
             raise ValueError("search_moves runs on the batched engine (engine='batched')")
         masks = np.asarray(masks, dtype=bool)
