@@ -166,14 +166,13 @@ def distil_round(model: Any, config: TrainConfig, data: dict[str, np.ndarray], k
     """Fit the policy to round ``k``'s searches (``expert.targets``: every move's value as a
     softmax at ``expert.temperature``, or the search's choice) and the value head to the
     searched value of each move played."""
-    from block_env.training.train import fit_policy
+    from block_env.training.train import fit_policy, one_hot_targets
 
     expert = config.expert
     if expert.targets == "values":
         targets = move_value_targets(data["values"], expert.temperature)
     else:
-        targets = np.zeros(data["masks"].shape, dtype=np.float32)
-        targets[np.arange(len(targets)), data["choices"]] = 1.0
+        targets = one_hot_targets(data["choices"], data["masks"].shape[1])
     return fit_policy(
         model,
         data["observations"],

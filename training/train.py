@@ -284,19 +284,30 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
     head), before PPO. Returns the final imitation accuracy and losses."""
     data = collect_teacher_decisions(config)
-    targets = np.zeros(data["masks"].shape, dtype=np.float32)
-    targets[np.arange(len(targets)), data["actions"]] = 1.0
     return fit_policy(
         model,
         data["observations"],
         data["masks"],
-        targets,
+        one_hot_targets(data["actions"], data["masks"].shape[1]),
         data["returns"],
         epochs=config.pretrain.epochs,
         batch_size=config.pretrain.batch_size,
         learning_rate=config.pretrain.learning_rate,
         seed=derive_seed(config.seed, "imitation_batches"),
     )
+
+
+def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:
+    """``fit_policy`` targets that put all the weight on one action per row (a chosen move).
+
+    Examples:
+        >>> one_hot_targets(np.array([2, 0]), 3)
+        array([[0., 0., 1.],
+               [1., 0., 0.]], dtype=float32)
+    """
+    targets = np.zeros((len(actions), num_actions), dtype=np.float32)
+    targets[np.arange(len(actions)), actions] = 1.0
+    return targets
 
 
 def fit_policy(
