@@ -169,6 +169,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         deals=args.deals,
         workers=args.workers,
         init_from=args.init_from,
+        env_processes=args.env_processes,
         progress=not args.quiet,
     )
     if result.get("interrupted"):
@@ -331,6 +332,12 @@ def _add_exploit(sub: Any) -> None:
         "--init-from",
         help="start the best response from this trained agent's policy (pretrained:NAME or policy:PATH) "
         "instead of a fresh network: a tighter bound at a small budget",
+    )
+    p.add_argument(
+        "--env-processes",
+        type=_positive_int,
+        default=1,
+        help="processes the training games step in, one core each (more than 1 pays for a costly target: search)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_exploit)

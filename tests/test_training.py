@@ -64,6 +64,9 @@ def test_shipped_configs_are_valid():
         ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
         ({"eval": {"deals": 500, "max_deals": 400}}, r"eval\.max_deals \(400\) must be at least eval\.deals \(500\)"),
         ({"update_threads": -1}, "update_threads must be an int >= 0"),
+        ({"env_processes": 0}, "env_processes must be an int >= 1"),
+        ({"env_processes": 2, "vec_env": "dummy"}, 'env_processes splits the "batched" vec_env'),
+        ({"env_processes": 3, "n_envs": 8}, r"n_envs \(8\) must be a multiple of env_processes \(3\)"),
         ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
         ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
         ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
@@ -112,6 +115,17 @@ def test_training_smoke_run_writes_every_output(tiny_run):
     assert [int(r["timesteps"]) for r in rows] == [0, 256, 512]  # 0: right after the warm start
     assert (tiny_run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert any((tiny_run / "tensorboard").rglob("events.out.tfevents.*"))
+
+
+def test_training_on_a_sharded_env_swaps_snapshots_into_every_shard(tmp_path):
+    """env_processes 2: the games step in two processes; self-play's snapshots reach both."""
+    from block_env.training.train import train
+
+    config = load_config(TINY, {"env_processes": 2, "pretrain": {"teacher": None}})
+    summary = train(config, tmp_path / "sharded", progress=False)
+    assert summary["timesteps"] == 512 and not summary["interrupted"]
+    assert len(list((tmp_path / "sharded" / "snapshots").iterdir())) == 2
+    assert (tmp_path / "sharded" / "final" / "agent.json").is_file()
 
 
 def test_curve_points_play_deals_until_the_interval_is_narrow_enough(tiny_run):

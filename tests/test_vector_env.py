@@ -207,3 +207,46 @@ def test_sb3_vec_env_serves_maskable_ppo_with_one_mask_call(monkeypatch):
     obs, rewards, dones, infos = venv.step(get_action_masks(venv).argmax(axis=1))
     for i in np.flatnonzero(dones):
         assert infos[i]["terminal_observation"].shape == obs[i].shape
+
+
+def test_sharded_vec_env_is_its_shards_side_by_side():
+    """Shard k's games are a BlockDominoesVecEnv of their own, seeded with derive_seed(seed,
+    "shard", k): the same observations, rewards and masks step after step, in order."""
+    import functools
+    import multiprocessing
+
+    from block_env.rules import resolve_rules
+    from block_env.seeding import derive_seed
+    from block_env.training.sb3_vec_env import ShardedVecEnv
+    from block_env.training.train import batched_shard
+
+    rules = resolve_rules("standard")
+    options = {"opponents": ["greedy", "random"], "reward_scale": 0.05}
+    build = functools.partial(batched_shard, 3, rules, True, options)
+    before = set(multiprocessing.active_children())
+    sharded = ShardedVecEnv([build, build])
+    assert len(set(multiprocessing.active_children()) - before) == 2
+    alone = [build(), build()]
+    try:
+        assert sharded.num_envs == 6 and sharded.observation_space == alone[0].observation_space
+        sharded.seed(11)
+        obs = sharded.reset()
+        for k, env in enumerate(alone):
+            env.seed(derive_seed(11, "shard", k))
+        np.testing.assert_array_equal(obs, np.concatenate([env.reset() for env in alone]))
+        for _ in range(40):
+            masks = sharded.action_masks()
+            np.testing.assert_array_equal(masks, np.concatenate([env.action_masks() for env in alone]))
+            actions = masks.argmax(axis=1)
+            obs, rewards, dones, infos = sharded.step(actions)
+            expected = [env.step(part) for env, part in zip(alone, np.split(actions, 2))]
+            np.testing.assert_array_equal(obs, np.concatenate([e[0] for e in expected]))
+            np.testing.assert_array_equal(rewards, np.concatenate([e[1] for e in expected]))
+            np.testing.assert_array_equal(dones, np.concatenate([e[2] for e in expected]))
+            assert [i["learner_seat"] for i in infos] == [i["learner_seat"] for e in expected for i in e[3]]
+        assert sharded.env_method("set_opponents", ["strategic"]) == [None] * 6
+        assert sharded.get_attr("num_envs") == [3] * 6
+    finally:
+        sharded.close()
+        sharded.close()  # a second close is a no-op
+    assert set(multiprocessing.active_children()) <= before  # the shards' processes are gone

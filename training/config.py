@@ -252,6 +252,10 @@ class TrainConfig:
     vec_env: str = "batched"
     """"batched" (every env on the batched engine in this process), "subproc" (one process
     per single env) or "dummy" (single envs one after another in this process)."""
+    env_processes: int = 1
+    """With vec_env "batched": processes the games are split across, one core each (n_envs
+    a multiple of it). More than 1 pays when the opponents cost more than the learner (a
+    search at the other seats); scripted opponents are fastest in one."""
     seed: int = 0
     """Seeds the model, the envs and the evaluations."""
     checkpoint_every: int = 50_000
@@ -281,6 +285,14 @@ class TrainConfig:
         check_number("n_envs", self.n_envs, positive=True)
         check_number("checkpoint_every", self.checkpoint_every, positive=True)
         check_int("update_threads", self.update_threads, low=0)
+        check_int("env_processes", self.env_processes, low=1)
+        if self.env_processes > 1 and self.vec_env != "batched":
+            raise ValueError(f'env_processes splits the "batched" vec_env, got vec_env {self.vec_env!r}')
+        if self.n_envs % self.env_processes:
+            raise ValueError(
+                f"n_envs ({self.n_envs}) must be a multiple of env_processes ({self.env_processes}): "
+                "every process steps an equal share of the games"
+            )
         self.ppo.validate()
         if self.ppo.asymmetric and self.vec_env != "batched":
             raise ValueError(

@@ -95,3 +95,148 @@ class BlockDominoesVecEnv(VecEnv):
 
     def _indices(self, indices: VecEnvIndices) -> Iterable[int]:
         return self._get_indices(indices)
+
+
+def _serve_shard(remote: Any, parent_remote: Any, build: Any) -> None:
+    """A shard's process: builds its batched env, then answers the parent's commands."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    parent_remote.close()
+    torch.set_num_threads(1)  # one core per shard: its opponents' forward passes are small
+    with threadpool_limits(1, user_api="blas"):
+        env: BlockDominoesVecEnv = build.var()
+        try:
+            while True:
+                command, data = remote.recv()
+                if command == "step":
+                    env.step_async(data)
+                    remote.send((*env.step_wait(), env.action_masks()))
+                elif command == "reset":
+                    env.seed(data)
+                    remote.send((env.reset(), env.action_masks()))
+                elif command == "env_method":
+                    name, args, kwargs = data
+                    remote.send(env.env_method(name, *args, **kwargs))
+                elif command == "spaces":
+                    remote.send((env.num_envs, env.observation_space, env.action_space))
+                elif command == "get_attr":
+                    remote.send(env.get_attr(data))
+                elif command == "set_attr":
+                    remote.send(env.set_attr(*data))
+                elif command == "close":
+                    env.close()
+                    remote.send(None)
+                    break
+        except (EOFError, KeyboardInterrupt):  # the parent went away (or Ctrl-C reached the group)
+            pass
+
+
+class ShardedVecEnv(VecEnv):
+    """Several :class:`BlockDominoesVecEnv` in processes of their own, as one SB3 VecEnv: the
+    games are split into shards that step side by side, one core each. Pays when the
+    opponents' moves cost more than the learner's (a search at the other seats); with
+    scripted opponents one process is faster (the batched engine is already compiled).
+
+    ``builders`` make each shard's env in its process (picklable callables, each returning a
+    BlockDominoesVecEnv). Game ``i`` of shard ``k`` is game ``k * shard_size + i`` here; shard
+    ``k`` is seeded with ``derive_seed(seed, "shard", k)``, so a run is reproducible for a
+    given number of shards. Each step's masks come back with the step (one round trip).
+    """
+
+    def __init__(self, builders: Sequence[Any]) -> None:
+        import multiprocessing
+
+        from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
+
+        context = multiprocessing.get_context("spawn")  # no forked torch or numba state
+        self._remotes, self._processes = [], []
+        for build in builders:
+            remote, child = context.Pipe()
+            process = context.Process(target=_serve_shard, args=(child, remote, CloudpickleWrapper(build)), daemon=True)
+            process.start()
+            child.close()
+            self._remotes.append(remote)
+            self._processes.append(process)
+        shapes = self._call("spaces", None)  # (games, observation space, action space) per shard
+        self._sizes = [games for games, _, _ in shapes]
+        super().__init__(sum(self._sizes), shapes[0][1], shapes[0][2])
+        self._masks: np.ndarray | None = None
+        self._closed = False
+
+    def reset(self) -> np.ndarray:
+        from block_env.seeding import derive_seed
+
+        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+        for k, remote in enumerate(self._remotes):
+            remote.send(("reset", None if seed is None else derive_seed(seed, "shard", k)))
+        obs, masks = zip(*(remote.recv() for remote in self._remotes))
+        self._reset_seeds()
+        self._masks = np.concatenate(masks)
+        return np.concatenate(obs)
+
+    def step_async(self, actions: np.ndarray) -> None:
+        splits = np.split(np.asarray(actions), np.cumsum(self._sizes)[:-1])
+        for remote, part in zip(self._remotes, splits):
+            remote.send(("step", part))
+
+    def step_wait(self) -> VecEnvStepReturn:
+        results = [remote.recv() for remote in self._remotes]
+        obs, rewards, dones, infos, masks = zip(*results)
+        self._masks = np.concatenate(masks)
+        return np.concatenate(obs), np.concatenate(rewards), np.concatenate(dones), [i for part in infos for i in part]
+
+    def action_masks(self) -> np.ndarray:
+        """(N, 2T+1) bool: every game's legal actions (they came back with the last step)."""
+        assert self._masks is not None, "reset() first"
+        return self._masks
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for remote in self._remotes:
+            try:
+                remote.send(("close", None))
+                remote.recv()
+            except (BrokenPipeError, EOFError):  # that shard is gone already
+                pass
+        for process in self._processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        if attr_name == "action_masks":  # sb3-contrib probes for the method this way
+            return [self.action_masks for _ in self._get_indices(indices)]
+        return self._per_game(self._call("get_attr", attr_name), indices)
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        if indices is not None and len(list(self._get_indices(indices))) != self.num_envs:
+            raise ValueError("the batched env shares its attributes: set them for every game at once")
+        self._call("set_attr", (attr_name, value))
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """As :meth:`BlockDominoesVecEnv.env_method`, on every shard (``set_opponents``
+        swaps every shard's pool); each game's result comes from its shard."""
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[i] for i in self._get_indices(indices)]
+        return self._per_game(self._call("env_method", (method_name, method_args, method_kwargs)), indices)
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None] * self.num_envs
+
+    def _call(self, command: str, data: Any) -> list[list[Any]]:
+        for remote in self._remotes:
+            remote.send((command, data))
+        return [remote.recv() for remote in self._remotes]
+
+    def _per_game(self, shard_lists: list[list[Any]], indices: VecEnvIndices) -> list[Any]:
+        every = [x for part in shard_lists if part is not None for x in part]
+        return [every[i] for i in self._get_indices(indices)]

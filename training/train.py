@@ -9,6 +9,7 @@ learn, write the outputs. ``block-dominoes train --config configs/default.yaml``
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -40,6 +41,7 @@ from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
 from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for
+from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 
@@ -85,8 +87,9 @@ class RunPaths:
 
 def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     """The training envs, with VecMonitor: "batched" (default) is every game on the batched
-    engine in this process (block_env.training.sb3_vec_env.BlockDominoesVecEnv); "subproc" and "dummy"
-    are SB3's vectorisations of single envs."""
+    engine in this process (block_env.training.sb3_vec_env.BlockDominoesVecEnv), or in
+    ``env_processes`` processes (ShardedVecEnv); "subproc" and "dummy" are SB3's
+    vectorisations of single envs."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
     rules = config.resolved_rules()
@@ -98,10 +101,16 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
         "reward_scale": config.reward_scale,
     }
     if config.vec_env == "batched":
-        from block_env.training.sb3_vec_env import BlockDominoesVecEnv
-
         privileged = config.ppo.asymmetric  # the hidden hands ride along for the critic
-        vec = BlockDominoesVecEnv(make_vector_env(config.n_envs, rules, privileged=privileged, **options))
+        if config.env_processes == 1:
+            vec = batched_shard(config.n_envs, rules, privileged, options)
+        else:
+            from block_env.training.sb3_vec_env import ShardedVecEnv
+
+            size = config.n_envs // config.env_processes
+            vec = ShardedVecEnv(
+                [functools.partial(batched_shard, size, rules, privileged, options)] * config.env_processes
+            )
         vec.seed(derive_seed(config.seed, "env"))
         return VecMonitor(vec)
 
@@ -122,6 +131,13 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     else:
         vec = DummyVecEnv(builders)
     return VecMonitor(vec)
+
+
+def batched_shard(n_envs: int, rules: Rules, privileged: bool, options: dict[str, Any]) -> Any:
+    """One process's share of a sharded batched env (built in that process)."""
+    from block_env.training.sb3_vec_env import BlockDominoesVecEnv
+
+    return BlockDominoesVecEnv(make_vector_env(n_envs, rules, privileged=privileged, **options))
 
 
 # -- saving and safe loading ------------------------------------------------------------------
