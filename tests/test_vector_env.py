@@ -250,3 +250,24 @@ def test_sharded_vec_env_is_its_shards_side_by_side():
         sharded.close()
         sharded.close()  # a second close is a no-op
     assert set(multiprocessing.active_children()) <= before  # the shards' processes are gone
+
+
+def test_a_shards_error_is_raised_in_the_parent_with_its_message():
+    import functools
+
+    from block_env.rules import resolve_rules
+    from block_env.training.sb3_vec_env import ShardedVecEnv
+    from block_env.training.train import batched_shard
+
+    build = functools.partial(batched_shard, 2, resolve_rules("standard"), False, {"opponents": ["greedy"]})
+    sharded = ShardedVecEnv([build, build])
+    try:
+        sharded.reset()
+        with pytest.raises(ValueError, match=r"actions must have shape \(4,\), one per game; got \(3,\)"):
+            sharded.step(np.zeros(3, dtype=np.int64))
+        with pytest.raises(RuntimeError, match=r"shard 0 of the sharded env failed:(.|\n)*no_such_method"):
+            sharded.env_method("no_such_method")
+        sharded.reset()  # the pipes are still in step
+        assert sharded.action_masks().shape == (4, 57)
+    finally:
+        sharded.close()

@@ -98,38 +98,49 @@ class BlockDominoesVecEnv(VecEnv):
 
 
 def _serve_shard(remote: Any, parent_remote: Any, build: Any) -> None:
-    """A shard's process: builds its batched env, then answers the parent's commands."""
+    """A shard's process: builds its batched env, then answers the parent's commands, each
+    with ("ok", result) or ("error", the traceback) for the parent to raise."""
+    import signal
+    import traceback
+
     import torch
     from threadpoolctl import threadpool_limits
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it saves, then closes us
     parent_remote.close()
     torch.set_num_threads(1)  # one core per shard: its opponents' forward passes are small
     with threadpool_limits(1, user_api="blas"):
-        env: BlockDominoesVecEnv = build.var()
-        try:
-            while True:
+        env: BlockDominoesVecEnv | None = None
+        while True:
+            try:
                 command, data = remote.recv()
+            except EOFError:  # the parent went away
+                break
+            try:
+                if env is None:
+                    env = build.var()
                 if command == "step":
                     env.step_async(data)
-                    remote.send((*env.step_wait(), env.action_masks()))
+                    result: Any = (*env.step_wait(), env.action_masks())
                 elif command == "reset":
                     env.seed(data)
-                    remote.send((env.reset(), env.action_masks()))
+                    result = (env.reset(), env.action_masks())
+                elif command == "spaces":
+                    result = (env.num_envs, env.observation_space, env.action_space)
                 elif command == "env_method":
                     name, args, kwargs = data
-                    remote.send(env.env_method(name, *args, **kwargs))
-                elif command == "spaces":
-                    remote.send((env.num_envs, env.observation_space, env.action_space))
+                    result = env.env_method(name, *args, **kwargs)
                 elif command == "get_attr":
-                    remote.send(env.get_attr(data))
+                    result = env.get_attr(data)
                 elif command == "set_attr":
-                    remote.send(env.set_attr(*data))
-                elif command == "close":
+                    result = env.set_attr(*data)
+                else:  # "close"
                     env.close()
-                    remote.send(None)
+                    remote.send(("ok", None))
                     break
-        except (EOFError, KeyboardInterrupt):  # the parent went away (or Ctrl-C reached the group)
-            pass
+                remote.send(("ok", result))
+            except Exception:
+                remote.send(("error", traceback.format_exc()))
 
 
 class ShardedVecEnv(VecEnv):
@@ -170,19 +181,21 @@ class ShardedVecEnv(VecEnv):
         seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
         for k, remote in enumerate(self._remotes):
             remote.send(("reset", None if seed is None else derive_seed(seed, "shard", k)))
-        obs, masks = zip(*(remote.recv() for remote in self._remotes))
+        obs, masks = zip(*self._receive())
         self._reset_seeds()
         self._masks = np.concatenate(masks)
         return np.concatenate(obs)
 
     def step_async(self, actions: np.ndarray) -> None:
-        splits = np.split(np.asarray(actions), np.cumsum(self._sizes)[:-1])
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), one per game; got {actions.shape}")
+        splits = np.split(actions, np.cumsum(self._sizes)[:-1])
         for remote, part in zip(self._remotes, splits):
             remote.send(("step", part))
 
     def step_wait(self) -> VecEnvStepReturn:
-        results = [remote.recv() for remote in self._remotes]
-        obs, rewards, dones, infos, masks = zip(*results)
+        obs, rewards, dones, infos, masks = zip(*self._receive())
         self._masks = np.concatenate(masks)
         return np.concatenate(obs), np.concatenate(rewards), np.concatenate(dones), [i for part in infos for i in part]
 
@@ -199,7 +212,7 @@ class ShardedVecEnv(VecEnv):
             try:
                 remote.send(("close", None))
                 remote.recv()
-            except (BrokenPipeError, EOFError):  # that shard is gone already
+            except (EOFError, OSError):  # that shard is gone already
                 pass
         for process in self._processes:
             process.join(timeout=10)
@@ -232,10 +245,23 @@ class ShardedVecEnv(VecEnv):
     def get_images(self) -> Sequence[np.ndarray | None]:
         return [None] * self.num_envs
 
-    def _call(self, command: str, data: Any) -> list[list[Any]]:
+    def _call(self, command: str, data: Any) -> list[Any]:
         for remote in self._remotes:
             remote.send((command, data))
-        return [remote.recv() for remote in self._remotes]
+        return self._receive()
+
+    def _receive(self) -> list[Any]:
+        """Every shard's answer, in order; a shard's error is raised here with its traceback."""
+        answers = []
+        for remote in self._remotes:  # every answer is read, so that the pipes stay in step
+            try:
+                answers.append(remote.recv())
+            except (EOFError, OSError):  # the pipe closed or was reset: the shard is gone
+                answers.append(("error", "its process exited unexpectedly"))
+        for k, (status, result) in enumerate(answers):
+            if status == "error":
+                raise RuntimeError(f"shard {k} of the sharded env failed:\n{result}")
+        return [result for _, result in answers]
 
     def _per_game(self, shard_lists: list[list[Any]], indices: VecEnvIndices) -> list[Any]:
         every = [x for part in shard_lists if part is not None for x in part]
