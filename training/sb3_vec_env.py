@@ -10,7 +10,7 @@ from one ``action_masks()`` of the batched core, not one call per env. Finished 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
@@ -117,30 +117,35 @@ def _serve_shard(remote: Any, parent_remote: Any, build: Any) -> None:
             except EOFError:  # the parent went away
                 break
             try:
-                if env is None:
-                    env = build.var()
-                if command == "step":
-                    env.step_async(data)
-                    result: Any = (*env.step_wait(), env.action_masks())
-                elif command == "reset":
-                    env.seed(data)
-                    result = (env.reset(), env.action_masks())
-                elif command == "spaces":
-                    result = (env.num_envs, env.observation_space, env.action_space)
-                elif command == "env_method":
-                    name, args, kwargs = data
-                    result = env.env_method(name, *args, **kwargs)
-                elif command == "get_attr":
-                    result = env.get_attr(data)
-                elif command == "set_attr":
-                    result = env.set_attr(*data)
-                else:  # "close"
+                if env is None:  # built at the first command, so that a failure is answered too
+                    env = cast(BlockDominoesVecEnv, build.var())
+                if command == "close":
                     env.close()
                     remote.send(("ok", None))
                     break
-                remote.send(("ok", result))
+                remote.send(("ok", _shard_answer(env, command, data)))
             except Exception:
                 remote.send(("error", traceback.format_exc()))
+
+
+def _shard_answer(env: BlockDominoesVecEnv, command: str, data: Any) -> Any:
+    """What a shard's env answers to one command of the parent."""
+    if command == "step":
+        env.step_async(data)
+        return (*env.step_wait(), env.action_masks())
+    if command == "reset":
+        env.seed(data)
+        return env.reset(), env.action_masks()
+    if command == "spaces":
+        return env.num_envs, env.observation_space, env.action_space
+    if command == "env_method":
+        name, args, kwargs = data
+        return env.env_method(name, *args, **kwargs)
+    if command == "get_attr":
+        return env.get_attr(data)
+    if command == "set_attr":
+        return env.set_attr(*data)
+    raise ValueError(f"unknown shard command {command!r}")
 
 
 class ShardedVecEnv(VecEnv):
