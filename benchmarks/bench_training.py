@@ -7,14 +7,17 @@ goes, side by side in one run:
   sample as before, so the difference is the update's share;
 - the earlier settings (64 batched games x 64 steps, the same 4,096-step rollout, minibatches
   of 1,024, 4 epochs, updates on one thread);
-- SB3's SubprocVecEnv of single envs (4 env processes), the same rollout and update.
+- SB3's SubprocVecEnv of single envs (4 env processes), the same rollout and update;
+- a best response's recipe against search (``block-dominoes exploit --agent search``), its
+  games stepping in one process and split across two (``--env-processes 2``): search's moves
+  at the other seats are most of that time.
 
 Each run's wall time is split into the env stepping (opponents included), the rollout's policy
 forward passes, the PPO update and the rest (the callbacks: snapshots, checkpoints). The warm
 start is skipped and the periodic evaluations shrunk to a few deals, so that the figure is
 training itself.
 
-    python benchmarks/bench_training.py [--steps 262144] [--markdown FILE]
+    python benchmarks/bench_training.py [--steps 262144] [--search-steps 65536] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env import VecMonitor
 
 from block_env.training.config import config_from_dict
+from block_env.training.exploit import exploit_config
 from block_env.training.train import train
 
 DEFAULT = Path(__file__).resolve().parents[1] / "configs" / "default.yaml"
@@ -66,6 +70,7 @@ def run(values: dict, out: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=262_144)
+    parser.add_argument("--search-steps", type=int, default=65_536, help="steps of each run against search (0: none)")
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
     for label, cls, name in PARTS:
@@ -88,6 +93,13 @@ def main() -> None:
         "SubprocVecEnv: 4 env processes, minibatch 1,024, 4 epochs": base
         | {"vec_env": "subproc", "n_envs": 4, "ppo": earlier_update | {"n_steps": rollout // 4}},
     }
+    if args.search_steps:
+        for processes in (1, 2):
+            values = exploit_config("search", "standard", args.search_steps, env_processes=processes)
+            values["eval"] |= {"deals": 4, "every": args.search_steps, "final_deals": 4}
+            runs[f"best response to search (exploit's recipe), {processes} env process{'es' * (processes > 1)}"] = (
+                values
+            )
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, (name, values) in enumerate(runs.items()):
@@ -110,6 +122,8 @@ def main() -> None:
         f"default / earlier settings: {rates[0] / rates[2]:.2f}x; default / the same with the earlier update: "
         f"{rates[0] / rates[1]:.2f}x; default / SubprocVecEnv: {rates[0] / rates[3]:.1f}x",
     ]
+    if args.search_steps:
+        lines[-1] += f"; against search, 2 env processes / 1: {rates[5] / rates[4]:.2f}x"
     text = "\n".join(lines)
     print("\n" + text)
     if args.markdown:
