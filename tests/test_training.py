@@ -442,10 +442,13 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_deals(tmp_path)
 
 
 def test_exploit_can_start_the_best_response_from_a_trained_agent(tmp_path):
+    """--init-from (and --env-processes: the games in two processes, the update on every core)."""
     out = tmp_path / "exploit"
-    args = ["exploit", "--agent", "greedy", "--steps", "512", "--deals", "10", "--workers", "1"]
+    args = ["exploit", "--agent", "greedy", "--steps", "512", "--deals", "10", "--workers", "1", "--env-processes", "2"]
     assert main([*args, "--init-from", "pretrained:standard", "--out", str(out), "--quiet"]) == 0
     assert json.loads((out / "exploit.json").read_text())["init_from"] == "pretrained:standard"
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["env_processes"] == 2 and config["update_threads"] == 0
     rules = Rules()
     env = raw_env(rules)
     env.reset(seed=5)
