@@ -206,7 +206,8 @@ class ShardedVecEnv(VecEnv):
 
     def action_masks(self) -> np.ndarray:
         """(N, 2T+1) bool: every game's legal actions (they came back with the last step)."""
-        assert self._masks is not None, "reset() first"
+        if self._masks is None:
+            raise RuntimeError("the sharded env has no masks before its first reset()")
         return self._masks
 
     def close(self) -> None:
@@ -269,5 +270,5 @@ class ShardedVecEnv(VecEnv):
         return [result for _, result in answers]
 
     def _per_game(self, shard_lists: list[list[Any]], indices: VecEnvIndices) -> list[Any]:
-        every = [x for part in shard_lists if part is not None for x in part]
+        every = [x for part in shard_lists for x in part]
         return [every[i] for i in self._get_indices(indices)]
