@@ -4,12 +4,14 @@
 (build one with ``block_env.agents.make_vector_env`` or ``gymnasium.make_vec``). The masks
 reach MaskablePPO in one batched call: ``env_method("action_masks")`` returns every game's row
 from one ``action_masks()`` of the batched core, not one call per env. Finished games carry
-``infos[i]["terminal_observation"]`` as SB3 expects. Needs the ``train`` extra.
+``infos[i]["terminal_observation"]`` as SB3 expects. ``ShardedVecEnv`` runs several of them in
+processes of their own, as one VecEnv (the ``env_processes`` training key). Needs the ``train``
+extra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -18,7 +20,60 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices,
 from block_env.vector_env import BlockDominoesVectorEnv
 
 
-class BlockDominoesVecEnv(VecEnv):
+class _BatchedGamesVecEnv(VecEnv):
+    """What every VecEnv over batched games shares: the games' attributes and methods are the
+    batch's (set for all at once), the masks come from one batched call, and sb3-contrib's
+    probe for ``action_masks`` finds the batched method. Subclasses say where an attribute or
+    a method's result lives (:meth:`_per_game_attr`, :meth:`_per_game_call`)."""
+
+    def action_masks(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        if attr_name == "action_masks":  # sb3-contrib probes for the method this way
+            return [self.action_masks for _ in self._get_indices(indices)]
+        every = self._per_game_attr(attr_name)
+        return [every[i] for i in self._get_indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        if indices is not None and len(list(self._get_indices(indices))) != self.num_envs:
+            raise ValueError("the batched env shares its attributes: set them for every game at once")
+        self._set_shared_attr(attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """``action_masks`` returns each game's row from one batched call; other methods (such
+        as ``set_opponents``, which swaps the shared pool) run once for the whole batch."""
+        if method_name == "action_masks":
+            every = list(self.action_masks())
+        else:
+            every = self._per_game_call(method_name, method_args, method_kwargs)
+        return [every[i] for i in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
+        return [False for _ in self._get_indices(indices)]
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None] * self.num_envs
+
+    def _reset_seed(self) -> int | None:
+        """The seed ``seed()`` asked for the next reset (None: go on unseeded); clears it."""
+        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+        self._reset_seeds()
+        return seed
+
+    def _per_game_attr(self, attr_name: str) -> list[Any]:
+        raise NotImplementedError
+
+    def _set_shared_attr(self, attr_name: str, value: Any) -> None:
+        raise NotImplementedError
+
+    def _per_game_call(self, method_name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+
+class BlockDominoesVecEnv(_BatchedGamesVecEnv):
     """SB3's VecEnv interface over one batched vector env (N games, one process).
 
     Examples:
@@ -34,9 +89,7 @@ class BlockDominoesVecEnv(VecEnv):
         self._actions: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
-        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
-        obs, _ = self.vector_env.reset(seed=seed)
-        self._reset_seeds()
+        obs, _ = self.vector_env.reset(seed=self._reset_seed())
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -64,37 +117,14 @@ class BlockDominoesVecEnv(VecEnv):
     def close(self) -> None:
         self.vector_env.close()
 
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        if attr_name == "action_masks":  # sb3-contrib probes for the method this way
-            return [self.action_masks for _ in self._indices(indices)]
-        value = getattr(self.vector_env, attr_name)
-        return [value for _ in self._indices(indices)]
+    def _per_game_attr(self, attr_name: str) -> list[Any]:
+        return [getattr(self.vector_env, attr_name)] * self.num_envs
 
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        if indices is not None and len(list(self._indices(indices))) != self.num_envs:
-            raise ValueError("the batched env shares its attributes: set them for every game at once")
+    def _set_shared_attr(self, attr_name: str, value: Any) -> None:
         setattr(self.vector_env, attr_name, value)
 
-    def env_method(
-        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
-    ) -> list[Any]:
-        """``action_masks`` returns each game's row from one batched call; ``set_opponents``
-        swaps the shared pool once; other methods of the vector env run once, for all."""
-        games = list(self._indices(indices))
-        if method_name == "action_masks":
-            masks = self.action_masks()
-            return [masks[i] for i in games]
-        result = getattr(self.vector_env, method_name)(*method_args, **method_kwargs)
-        return [result for _ in games]
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._indices(indices)]
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None] * self.num_envs
-
-    def _indices(self, indices: VecEnvIndices) -> Iterable[int]:
-        return self._get_indices(indices)
+    def _per_game_call(self, method_name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        return [getattr(self.vector_env, method_name)(*args, **kwargs)] * self.num_envs
 
 
 def _serve_shard(remote: Any, parent_remote: Any, build: Any) -> None:
@@ -148,7 +178,7 @@ def _shard_answer(env: BlockDominoesVecEnv, command: str, data: Any) -> Any:
     raise ValueError(f"unknown shard command {command!r}")
 
 
-class ShardedVecEnv(VecEnv):
+class ShardedVecEnv(_BatchedGamesVecEnv):
     """Several :class:`BlockDominoesVecEnv` in processes of their own, as one SB3 VecEnv: the
     games are split into shards that step side by side, one core each. Pays when the
     opponents' moves cost more than the learner's (a search at the other seats); with
@@ -183,11 +213,10 @@ class ShardedVecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         from block_env.seeding import derive_seed
 
-        seed = self._seeds[0] if self._seeds and self._seeds[0] is not None else None
+        seed = self._reset_seed()
         for k, remote in enumerate(self._remotes):
             remote.send(("reset", None if seed is None else derive_seed(seed, "shard", k)))
         obs, masks = zip(*self._receive())
-        self._reset_seeds()
         self._masks = np.concatenate(masks)
         return np.concatenate(obs)
 
@@ -225,31 +254,16 @@ class ShardedVecEnv(VecEnv):
             if process.is_alive():
                 process.terminate()
 
-    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        if attr_name == "action_masks":  # sb3-contrib probes for the method this way
-            return [self.action_masks for _ in self._get_indices(indices)]
-        return self._per_game(self._call("get_attr", attr_name), indices)
+    def _per_game_attr(self, attr_name: str) -> list[Any]:
+        return [x for part in self._call("get_attr", attr_name) for x in part]
 
-    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        if indices is not None and len(list(self._get_indices(indices))) != self.num_envs:
-            raise ValueError("the batched env shares its attributes: set them for every game at once")
+    def _set_shared_attr(self, attr_name: str, value: Any) -> None:
         self._call("set_attr", (attr_name, value))
 
-    def env_method(
-        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
-    ) -> list[Any]:
-        """As :meth:`BlockDominoesVecEnv.env_method`, on every shard (``set_opponents``
-        swaps every shard's pool); each game's result comes from its shard."""
-        if method_name == "action_masks":
-            masks = self.action_masks()
-            return [masks[i] for i in self._get_indices(indices)]
-        return self._per_game(self._call("env_method", (method_name, method_args, method_kwargs)), indices)
-
-    def env_is_wrapped(self, wrapper_class: type, indices: VecEnvIndices = None) -> list[bool]:
-        return [False for _ in self._get_indices(indices)]
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None] * self.num_envs
+    def _per_game_call(self, method_name: str, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        """On every shard (``set_opponents`` swaps every shard's pool); each game's result
+        comes from its shard."""
+        return [x for part in self._call("env_method", (method_name, args, kwargs)) for x in part]
 
     def _call(self, command: str, data: Any) -> list[Any]:
         for remote in self._remotes:
@@ -268,7 +282,3 @@ class ShardedVecEnv(VecEnv):
             if status == "error":
                 raise RuntimeError(f"shard {k} of the sharded env failed:\n{result}")
         return [result for _, result in answers]
-
-    def _per_game(self, shard_lists: list[list[Any]], indices: VecEnvIndices) -> list[Any]:
-        every = [x for part in shard_lists for x in part]
-        return [every[i] for i in self._get_indices(indices)]

@@ -134,7 +134,8 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
 
 
 def batched_shard(n_envs: int, rules: Rules, privileged: bool, options: dict[str, Any]) -> Any:
-    """One process's share of a sharded batched env (built in that process)."""
+    """``n_envs`` batched games as an SB3 VecEnv: the whole env in one process, or one
+    process's share of a sharded one (built in that process)."""
     from block_env.training.sb3_vec_env import BlockDominoesVecEnv
 
     return BlockDominoesVecEnv(make_vector_env(n_envs, rules, privileged=privileged, **options))
