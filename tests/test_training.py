@@ -184,6 +184,26 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     assert [int(r["timesteps"]) for r in rows] == [0, 256, 512, 768]
 
 
+def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
+    """Editing a run's ppo section before --resume changes how it learns on (weights and step
+    count stay the checkpoint's)."""
+    from block_env.training.train import load_checkpoint
+
+    values = yaml.safe_load(TINY.read_text())
+    changed = {"n_steps": 64, "batch_size": 32, "n_epochs": 3, "ent_coef": 0.003, "learning_rate": 1e-4}
+    config = config_from_dict({**values, "ppo": {**values["ppo"], **changed}})
+    env = make_env()
+    model = load_checkpoint(tiny_run / "checkpoints" / "ppo_512_steps.zip", config, env)
+    assert model.num_timesteps == 512
+    assert (model.n_steps, model.batch_size, model.n_epochs, model.ent_coef) == (64, 32, 3, 0.003)
+    assert model.rollout_buffer.buffer_size == 64
+    assert model.lr_schedule(1.0) == pytest.approx(1e-4)
+    original = load_checkpoint(tiny_run / "checkpoints" / "ppo_512_steps.zip", load_config(TINY), env)
+    assert original.n_steps == 128
+    for key, tensor in original.policy.state_dict().items():
+        assert np.array_equal(tensor.numpy(), model.policy.state_dict()[key].numpy()), key
+
+
 def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path):
     from block_env.training.train import safe_custom_objects
 

@@ -236,9 +236,13 @@ def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, 
 
 
 def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
+    """The checkpoint's model (weights, optimizer state, step count) learning on with the
+    config's PPO settings: a resume after editing the run's ``ppo`` section uses the edits
+    (a new ``n_steps`` sizes a new rollout buffer)."""
     from sb3_contrib import MaskablePPO
 
-    return MaskablePPO.load(path, env=env, device="cpu", custom_objects=safe_custom_objects(path, config, env))
+    settings = {**safe_custom_objects(path, config, env), **ppo_settings(config)}
+    return MaskablePPO.load(path, env=env, device="cpu", custom_objects=settings)
 
 
 # -- imitation warm start ---------------------------------------------------------------------
@@ -636,23 +640,31 @@ def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> lis
 # -- the run ----------------------------------------------------------------------------------
 
 
+def ppo_settings(config: TrainConfig) -> dict[str, Any]:
+    """MaskablePPO's hyperparameters from the config's ``ppo`` section: what a fresh model is
+    built with and what a resumed one takes over from its checkpoint."""
+    p = config.ppo
+    return {
+        "learning_rate": p.learning_rate,
+        "n_steps": p.n_steps,
+        "batch_size": p.batch_size,
+        "n_epochs": p.n_epochs,
+        "gamma": p.gamma,
+        "gae_lambda": p.gae_lambda,
+        "clip_range": p.clip_range,
+        "ent_coef": p.ent_coef,
+        "vf_coef": p.vf_coef,
+    }
+
+
 def build_model(config: TrainConfig, env: Any, paths: RunPaths) -> Any:
     """A fresh MaskablePPO model with the config's settings, logging to the run's TensorBoard folder."""
     from sb3_contrib import MaskablePPO
 
-    p = config.ppo
     return MaskablePPO(
         policy_class(config),
         env,
-        learning_rate=p.learning_rate,
-        n_steps=p.n_steps,
-        batch_size=p.batch_size,
-        n_epochs=p.n_epochs,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        clip_range=p.clip_range,
-        ent_coef=p.ent_coef,
-        vf_coef=p.vf_coef,
+        **ppo_settings(config),
         policy_kwargs=policy_kwargs(config),
         tensorboard_log=str(paths.tensorboard),
         seed=config.seed,
