@@ -9,6 +9,7 @@ import numpy as np
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.policy import PolicyAgent
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
+from block_env.agents.search_belief import RoundRecord, move_log_likelihoods
 from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, sample_hidden_hands
 from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
@@ -21,6 +22,10 @@ PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 PRIORS = ("strategic", "none")
 LEAVES = ("end", "value")
 ENGINES = ("batched", "scalar")
+#: "prior": weight the sampled deals by how likely the trained prior makes the opponent's moves.
+BELIEFS = ("none", "prior")
+#: With a belief, deals sampled per world kept (the worlds are drawn from them by weight).
+BELIEF_CANDIDATES = 4
 #: Tries at a deal that respects every shown void; the last one ignores voids (a last resort).
 SAMPLE_ATTEMPTS = 20
 PLAYOUT_WEIGHTS = StrategyWeights()
@@ -70,6 +75,11 @@ class SearchAgent(Agent):
             value head once this seat is to move again; needs a trained prior whose
             agent.json has a ``value_scale``).
         confidence: standard errors the search's best move must win by to override the prior.
+        belief: "none" (default: every deal that respects the public record is as likely) or
+            "prior" (two players, a trained prior): sample ``4 * worlds`` deals and draw the
+            worlds among them by the likelihood of the opponent's moves this round under the
+            prior's policy (what the opponent's choices say about its hand). The seat keeps
+            its own record of the round, so it decides one game at a time (``act``).
         engine: "batched" (default: every world and move played out at once on the batched
             engine) or "scalar" (one by one on the scalar engine: the reference it was
             measured against; scripted playouts only).
@@ -101,6 +111,7 @@ class SearchAgent(Agent):
         leaf: str = "end",
         confidence: float = 1.0,
         engine: str = "batched",
+        belief: str = "none",
     ) -> None:
         super().__init__(rules, seed, observation)
         if not isinstance(worlds, int) or worlds < 1:
@@ -117,13 +128,16 @@ class SearchAgent(Agent):
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
         if engine not in ENGINES:
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
+        if belief not in BELIEFS:
+            raise ValueError(f"search belief must be one of {BELIEFS}, got {belief!r}")
         self.engine = engine
         self.guide = self._trained_prior(prior, seed) if ":" in prior else None
-        if self.guide is None and (playout == "policy" or leaf == "value"):
+        if self.guide is None and (playout == "policy" or leaf == "value" or belief == "prior"):
             raise ValueError(
-                f"search playout='policy' and leaf='value' read a trained prior's network "
+                f"search playout='policy', leaf='value' and belief='prior' read a trained prior's network "
                 f"(prior=pretrained:NAME or policy:PATH), got prior={prior!r}"
             )
+        self._record = RoundRecord(self.rules) if belief == "prior" else None
         if self.guide is not None and engine != "batched":
             raise ValueError("a search guided by a trained prior runs on the batched engine (engine='batched')")
         if leaf == "value" and self.guide is not None:
@@ -163,8 +177,21 @@ class SearchAgent(Agent):
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
         return agent
 
+    def reset(self, seed: int | None = None) -> None:
+        super().reset(seed)
+        if self._record is not None:
+            self._record.reset()
+
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)  # refuses an all-zero mask
+        if self._record is not None:
+            k = self.view(obs)
+            self._record.observe(k)
+            action = int(
+                self._act_rows(np.asarray(obs["observation"])[None], np.asarray(obs["action_mask"], bool)[None])[0]
+            )
+            self._record.played(k, action)
+            return action
         if self.engine == "batched":  # one game of the batched path: the same draws in the same order
             masks = np.asarray(obs["action_mask"], dtype=bool)[None]
             return int(self.act_batch(np.asarray(obs["observation"])[None], masks)[0])
@@ -179,6 +206,13 @@ class SearchAgent(Agent):
         worlds and moves all played out in one batch: what a vector env's opponent calls.
         Each game's sampled worlds and choice are those ``act`` would make for it alone, up
         to the playouts' random moves, which share one stream across the batch."""
+        if self._record is not None:
+            raise ValueError(
+                "a search with belief='prior' keeps one game's record: it decides with act, one game at a time"
+            )
+        return self._act_rows(observations, masks)
+
+    def _act_rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
         if not masks.any(axis=1).all():
             raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
@@ -204,7 +238,7 @@ class SearchAgent(Agent):
         legal = [legal_actions(o) for o in obs]  # refuses an all-zero mask
         # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
         # so moves are compared on the same deals).
-        values = self._batched_values(views, legal, [self.sample_worlds(k) for k in views])
+        values = self._batched_values(views, legal, [self._worlds(k) for k in views])
         return [
             SearchedMoves(
                 legal[g], np.array(values[g]), legal[g][self._decide(values[g], self._prior_move(o, k, legal[g]))]
@@ -320,16 +354,28 @@ class SearchAgent(Agent):
                 values[j][w] = rnd.result.side_values("zero_sum")[0]  # my side is side 0
         return values
 
-    def sample_worlds(self, k: PublicView) -> np.ndarray:
+    def _worlds(self, k: PublicView) -> np.ndarray:
+        """The deals a decision is searched on: sampled, or with a belief drawn by weight."""
+        if self._record is None:
+            return self.sample_worlds(k)
+        assert self.guide is not None and self._encode is not None
+        candidates = self.sample_worlds(k, BELIEF_CANDIDATES * self.worlds)
+        log_weights = move_log_likelihoods(self.rules, candidates, self._record, self.guide, self._encode)
+        weights = np.exp(log_weights - log_weights.max())
+        draw = np.random.default_rng(self.rng.getrandbits(63))
+        return candidates[draw.choice(len(candidates), size=self.worlds, p=weights / weights.sum())]
+
+    def sample_worlds(self, k: PublicView, worlds: int | None = None) -> np.ndarray:
         """(worlds, P, T) bool: deals of the unseen tiles consistent with the public record
-        (hand counts, tiles out of play or unseen, voids shown by passes); this seat is 0."""
+        (hand counts, tiles out of play or unseen, voids shown by passes); this seat is 0.
+        ``worlds`` deals (default: the search's budget)."""
         return sample_hidden_hands(
             self.rules,
             hand=k.hand,
             unseen=k.unseen,
             hand_counts=k.hand_counts,
             voids=k.voids,
-            worlds=self.worlds,
+            worlds=self.worlds if worlds is None else worlds,
             attempts=SAMPLE_ATTEMPTS,
             seed=self.rng.getrandbits(63),
         )

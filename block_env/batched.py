@@ -399,7 +399,7 @@ class BatchedGames:
         *,
         ends: tuple[int, int] | np.ndarray | None,
         played: np.ndarray,
-        current: int,
+        current: int | np.ndarray,
         leader: int | np.ndarray,
         passes: int | np.ndarray,
         voids: np.ndarray,
@@ -407,10 +407,10 @@ class BatchedGames:
     ) -> None:
         """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
         per game; the public facts either shared by all games (``ends`` a pair or None,
-        ``played`` (T,), ``leader``, ``passes``, ``voids`` (P,), ``opening``: the tile the line
-        opened with, which observations show) or one per game (``ends`` (N, 2) with -1 for an
-        empty line, ``played`` (N, T), ``leader``/``passes``/``opening`` (N,) with -1 for no
-        opening yet, ``voids`` (N, P)). Scores and move records start empty."""
+        ``played`` (T,), ``current``, ``leader``, ``passes``, ``voids`` (P,), ``opening``: the tile
+        the line opened with, which observations show) or one per game (``ends`` (N, 2) with -1
+        for an empty line, ``played`` (N, T), ``current``/``leader``/``passes``/``opening`` (N,)
+        with -1 for no opening yet, ``voids`` (N, P)). Scores and move records start empty."""
         t = self.tables
         owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
         for seat in range(t.num_players):

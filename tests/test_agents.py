@@ -150,6 +150,18 @@ def test_search_agent_validates_its_options():
         make_agent("search:prior=pretrained:standard", "standard_3p")
     with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
         make_agent("greedy:depth=3", Rules())
+    with pytest.raises(ValueError, match="belief must be one of"):
+        make_agent("search:belief=yes", Rules())
+    with pytest.raises(ValueError, match="belief='prior' read a trained prior's network"):
+        make_agent("search:belief=prior", Rules())
+    with pytest.raises(ValueError, match="needs two players, got 3"):
+        make_agent("search:prior=pretrained:standard_3p,belief=prior", "standard_3p")
+    believer = make_agent("search:worlds=4,prior=pretrained:standard,belief=prior", Rules())
+    env = raw_env(Rules())
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    with pytest.raises(ValueError, match="keeps one game's record: it decides with act"):
+        believer.act_batch(obs["observation"][None], obs["action_mask"][None].astype(bool))
 
 
 @pytest.mark.parametrize(
@@ -239,6 +251,7 @@ GUIDED = [
     "search:worlds=6,prior=pretrained:standard,playout=policy",
     "search:worlds=6,prior=pretrained:standard,leaf=value",
     "search:worlds=6,prior=pretrained:standard,playout=policy,leaf=value",
+    "search:worlds=6,prior=pretrained:standard,playout=policy,belief=prior",
 ]
 
 
@@ -413,3 +426,103 @@ def test_policy_values_are_the_torch_value_head_in_points():
     with torch.no_grad():
         expected = agent.policy.predict_values(torch.as_tensor(obs)).numpy()[:, 0] / agent.value_scale
     np.testing.assert_allclose(agent.values(obs), expected, rtol=1e-5, atol=1e-4)
+
+
+class _Recording:
+    """An agent that also keeps every (observation, action) it was asked for."""
+
+    def __init__(self, agent):
+        self.agent, self.decisions = agent, []
+
+    def reset(self, seed=None):
+        self.agent.reset(seed)
+
+    def act(self, obs):
+        action = self.agent.act(obs)
+        self.decisions.append((obs, action))
+        return action
+
+
+@pytest.mark.parametrize("preset, episode", [("standard", "round"), ("house", "match")])
+def test_a_belief_search_reads_every_opponent_move_from_its_own_views(preset, episode, tmp_path):
+    """The seat's record of the round holds the opponent's moves in order, each with the
+    action it took (a free opening included; under "heaviest" leads, not the opening), and
+    starts again with each round of a match."""
+    from block_env.agents.policy import build_policy, policy_shape, save_agent
+    from block_env.episodes import play_moves
+
+    rules = Rules.preset(preset)
+    arch = {"pi": [16], "vf": [16]}
+    prior = save_agent(
+        build_policy(policy_shape(rules, "vector", arch, "tanh")), tmp_path / "a", rules, "vector", arch, "tanh"
+    )
+    checked = 0
+    for seed in range(4):
+        env = raw_env(rules, episode=episode)
+        env.reset(seed=seed)
+        believer = make_agent(f"search:worlds=4,playout=greedy,prior=policy:{prior},belief=prior", rules, seed=1)
+        opponent = _Recording(make_agent("greedy", rules, seed=2))
+        seats = [believer, opponent] if seed % 2 else [opponent, believer]
+        me = seats.index(believer)
+        moves = []  # the current round's moves, as (seat, action)
+        for move in play_moves(env, seats):
+            if move.seat == me:
+                # The record was read at this decision: it holds the opponent's moves so far.
+                turns = believer._record.turns
+                theirs = [a for s, a in moves if s != me]
+                opening_free = rules.first_lead == "lot" and rules.next_lead != "heaviest"
+                if not opening_free and moves and moves[0][0] != me:
+                    theirs = theirs[1:]
+                assert len(turns) == len(theirs)
+                assert all(a in t.theirs for t, a in zip(turns, theirs))
+                checked += len(turns)
+            moves.append((move.seat, move.action))
+            if move.round_over is not None:
+                moves = []
+    assert checked > 20
+
+
+def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_opponents_moves():
+    """In the real deal, the log-likelihood the search computes from its own record equals
+    the sum over the opponent's decisions of log((1 - FLOOR) p + FLOOR / legal moves), p the
+    prior's probability of the move, read from the opponent's real observations."""
+    from conftest import round_of
+
+    from block_env.agents.search_belief import FLOOR, move_log_likelihoods
+    from block_env.observations import batch_encoder
+
+    rules = Rules()
+    model = make_agent("pretrained:standard", rules)
+    checked = 0
+    for seed in range(6):
+        env = raw_env(rules)
+        env.reset(seed=seed)
+        believer = make_agent("search:worlds=4,playout=greedy,prior=pretrained:standard,belief=prior", rules, seed=1)
+        opponent = _Recording(make_agent("strategic", rules, seed=2))
+        seats = [believer, opponent] if seed % 2 else [opponent, believer]
+        me = seats.index(believer)
+        last = None
+        while not env.episode_over:
+            seat = env.agent_name_mapping[env.agent_selection]
+            obs = env.observe(env.agent_selection)
+            if seat == me:
+                last = ([h for h in round_of(env).hands], len(opponent.decisions))
+            env.step(seats[seat].act(obs))
+        hands, count = last
+        turns = believer._record.turns  # as read at that decision, the seat's last
+        assert len(turns) == count
+        worlds = np.zeros((1, 2, rules.tile_set.num_tiles), dtype=bool)
+        for relative, seat in enumerate((me, 1 - me)):
+            worlds[0, relative, [i for i in range(rules.tile_set.num_tiles) if hands[seat] >> i & 1]] = True
+        got = move_log_likelihoods(rules, worlds, believer._record, model, batch_encoder(rules, "vector"))[0]
+        expected = 0.0
+        for turn, (opp_obs, action) in zip(turns, opponent.decisions[:count]):
+            assert action in turn.theirs
+            mask = opp_obs["action_mask"].astype(bool)
+            logits = np.where(mask, model.logits(opp_obs["observation"][None])[0], -np.inf)
+            probs = np.exp(logits - logits.max())
+            probs /= probs.sum()
+            expected += np.log((1 - FLOOR) * probs[list(turn.theirs)].sum() + FLOOR / mask.sum())
+        assert got == pytest.approx(expected, rel=1e-5, abs=1e-5)
+        checked += count
+    assert checked > 10
