@@ -102,8 +102,10 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name, kwargs
 
 
-def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str = "vector") -> Agent:
-    """Build an agent from a spec string (see the module docstring).
+def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str | None = None) -> Agent:
+    """Build an agent from a spec string (see the module docstring). ``observation``: the
+    encoding it reads; by default a trained agent's own (its agent.json's), "vector" for
+    the others.
 
     Examples:
         >>> from block_env import raw_env
@@ -122,7 +124,7 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         return PolicyAgent(rules, seed, observation, **kwargs)
     agent_class = _openspiel_agent_class() if name == OPENSPIEL else AGENTS[name]
     try:
-        return agent_class(rules, seed, observation, **kwargs)
+        return agent_class(rules, seed, observation or "vector", **kwargs)
     except TypeError as e:
         raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
 

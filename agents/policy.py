@@ -259,15 +259,15 @@ class PolicyAgent(Agent):
         self,
         rules: Rules,
         seed: int | None = None,
-        observation: str = "vector",
+        observation: str | None = None,
         path: str | Path | None = None,
         deterministic: bool = True,
     ) -> None:
-        super().__init__(rules, seed, observation)
         if path is None:
             raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
-
         metadata = load_agent_metadata(path)
+        observation = metadata["observation"] if observation is None else observation
+        super().__init__(rules, seed, observation)
         trained = Rules.from_dict(metadata["rules"])
         if trained != self.rules or metadata["observation"] != observation:
             raise ValueError(

@@ -384,15 +384,23 @@ class raw_env(AECEnv):
 
     # -- observing ----------------------------------------------------------------------
 
-    def observe(self, agent: str) -> dict[str, np.ndarray]:
+    def observe(self, agent: str, encoding: str | None = None) -> dict[str, np.ndarray]:
+        """``agent``'s observation dict, in the env's encoding or in ``encoding`` ("vector" or
+        "history"): what lets agents that read different encodings play at one table (the
+        arena gives each its own, :func:`block_env.episodes.play_moves`)."""
         match = self._match("observe()")
         rnd = match.round
-        obs = self._encode(rnd, self.seat_of(agent), match.scores)
+        encode = self._encode if encoding in (None, self.observation_mode) else self._other_encoder(encoding)
+        obs = encode(rnd, self.seat_of(agent), match.scores)
         mask = np.zeros(self._num_actions, dtype=np.int8)
         if agent == self.agent_selection and not self.terminations.get(agent, True):
             for action in rnd.legal_actions():  # a few items: faster than fancy indexing
                 mask[action] = 1
         return {"observation": obs, "action_mask": mask}
+
+    def _other_encoder(self, encoding: str) -> Any:
+        check_choice("encoding", encoding, ENCODINGS)
+        return encoder(self.rules, encoding)  # cached per rules and encoding
 
     def state(self) -> np.ndarray:
         match = self._match("state()")

@@ -38,7 +38,8 @@ def step(env: raw_env, action: int) -> Move:
 
 def play_moves(env: raw_env, players: Sequence[Opponent | None]) -> Iterator[Move]:
     """Let ``players`` (one per seat) move in ``env``, yielding each move, until the episode
-    ends or the seat to move has no player.
+    ends or the seat to move has no player. A player with an ``observation`` attribute (every
+    agent has one) is given its observations in that encoding.
 
     Examples:
         >>> from block_env import raw_env
@@ -55,4 +56,5 @@ def play_moves(env: raw_env, players: Sequence[Opponent | None]) -> Iterator[Mov
         player = players[env.seat_of(env.agent_selection)]
         if player is None:
             return
-        yield step(env, player.act(env.observe(env.agent_selection)))
+        # Each player reads its own encoding (an agent's ``observation``), the env's otherwise.
+        yield step(env, player.act(env.observe(env.agent_selection, getattr(player, "observation", None))))

@@ -244,6 +244,28 @@ def test_history_observation_decodes_moves_and_replays_ends():
     assert d["ends"] == (1, 6) and d["hand"] == [(3, 5)] and d["to_play"] == 2
 
 
+def test_observe_in_another_encoding_equals_an_env_of_that_encoding():
+    """observe(agent, encoding) is what an env built with that encoding observes (the arena
+    gives each agent its own); an unknown encoding is refused by name."""
+    vector_env, history_env = raw_env("standard"), raw_env("standard", observation="history")
+    for env in (vector_env, history_env):
+        env.reset(seed=3)
+    for _ in range(5):
+        for agent in vector_env.possible_agents:
+            for encoding, env in (("history", history_env), ("vector", vector_env)):
+                got, expected = vector_env.observe(agent, encoding), env.observe(agent)
+                assert np.array_equal(got["observation"], expected["observation"])
+                assert np.array_equal(got["action_mask"], expected["action_mask"])
+            assert np.array_equal(
+                history_env.observe(agent, "vector")["observation"], vector_env.observe(agent)["observation"]
+            )
+        action = int(np.flatnonzero(vector_env.observe(vector_env.agent_selection)["action_mask"])[0])
+        vector_env.step(action)
+        history_env.step(action)
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        vector_env.observe("player_0", "pixels")
+
+
 def test_match_scores_are_in_the_observation():
     rules = Rules()
     env = scripted_env(rules, [[(6, 6)], [(3, 5), (0, 1)]], leader=0, episode="match", reward="points")

@@ -103,6 +103,41 @@ def tiny_run(tmp_path_factory):
     return out
 
 
+def test_an_agent_trained_on_the_history_encoding_is_evaluated_and_plays_in_the_arena(tmp_path, capsys):
+    """Its learning-curve evaluations and the arena seat it beside agents reading "vector":
+    each agent is given its own encoding."""
+    values = yaml.safe_load(TINY.read_text())
+    values.update(observation="history", total_timesteps=256, checkpoint_every=256)
+    values["eval"] = {**values["eval"], "every": 256}
+    config = tmp_path / "history.yaml"
+    config.write_text(yaml.safe_dump(values))
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(config), "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "final" / "agent.json").read_text())["observation"] == "history"
+    rows = list(csv.DictReader((out / "learning_curve.csv").open()))
+    assert [int(r["timesteps"]) for r in rows] == [0, 256]
+    spec = f"policy:{out / 'final'}"
+    assert (
+        main(
+            [
+                "eval",
+                "--agents",
+                spec,
+                "greedy",
+                "--deals",
+                "3",
+                "--workers",
+                "1",
+                "--out",
+                str(tmp_path / "a"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert f"`{spec}`" in capsys.readouterr().out
+
+
 def test_training_smoke_run_writes_every_output(tiny_run):
     summary = json.loads((tiny_run / "training.json").read_text())
     assert summary["timesteps"] == 512 and summary["steps_per_second"] > 0
