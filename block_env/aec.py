@@ -136,7 +136,7 @@ class raw_env(AECEnv):
     ## Observation Space
     ``{"observation": Box(float32), "action_mask": Box(int8, 2T+1)}``. The mask is all zeros
     for every agent but the one to move. ``observation`` chooses the encoding: "vector"
-    (default) or "history"; ``block_env.decode_observation`` reads either back, and
+    (default), "history" or "tracked"; ``block_env.decode_observation`` reads each back, and
     ``block-dominoes encodings`` prints their piece tables. ``state()`` returns the
     full-information state (all hands) for centralised critics.
 
@@ -385,8 +385,8 @@ class raw_env(AECEnv):
     # -- observing ----------------------------------------------------------------------
 
     def observe(self, agent: str, encoding: str | None = None) -> dict[str, np.ndarray]:
-        """``agent``'s observation dict, in the env's encoding or in ``encoding`` ("vector" or
-        "history"): what lets agents that read different encodings play at one table (the
+        """``agent``'s observation dict, in the env's encoding or in ``encoding`` (any of
+        "vector", "history", "tracked"): what lets agents that read different encodings play at one table (the
         arena gives each its own, :func:`block_env.episodes.play_moves`)."""
         match = self._match("observe()")
         rnd = match.round

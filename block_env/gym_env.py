@@ -34,7 +34,7 @@ class BlockDominoesEnv(gymnasium.Env):
     actions as a bool array, for sb3-contrib's MaskablePPO.
 
     ## Observation Space
-    ``Box(float32)``: the learner's "vector" (default) or "history" encoding, seat-relative,
+    ``Box(float32)``: the learner's "vector" (default), "history" or "tracked" encoding, seat-relative,
     exactly as ``raw_env.observe`` gives it (``block_env.decode_observation`` reads it).
 
     ## Starting State

@@ -88,6 +88,19 @@ class Layout:
             raise ValueError(f"layout {self.name!r}: every bits piece must come before the number pieces")
         return sum(p.size for p in self.pieces[:bits])
 
+    def columns_in(self, target: Layout) -> np.ndarray:
+        """For each column of this layout, its column in ``target`` (the piece of the same name
+        and shape); ValueError naming a piece ``target`` lacks. How a network's first layer is
+        carried to a wider input: "vector" into "tracked", an observation into a critic's
+        input with the hidden hands."""
+        columns = []
+        for piece in self.pieces:
+            match = next((p for p in target.pieces if p.name == piece.name), None)
+            if match is None or match.shape != piece.shape:
+                raise ValueError(f"the {target.name!r} encoding has no piece {piece.name!r} of shape {piece.shape}")
+            columns.append(np.arange(target.slices[piece.name].start, target.slices[piece.name].stop))
+        return np.concatenate(columns)
+
     def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """Named, reshaped views into ``buffer`` (writes go through)."""
         if buffer.shape != (self.size,):
@@ -162,6 +175,33 @@ def vector_layout(rules: Rules) -> Layout:
             ),
         ),
     )
+
+
+#: The "tracked" encoding's pieces beyond the vector's: who placed which tile, facing what.
+def _tracking_pieces(rules: Rules) -> tuple[Piece, ...]:
+    t = rules.tile_set.num_tiles
+    s = rules.tile_set.num_suits
+    n = rules.num_players
+    return (
+        Piece("placed", (n, t), 1, "1 where relative seat r placed tile i this round"),
+        Piece(
+            "placed_facing",
+            (n, t, s),
+            1,
+            "1 where relative seat r placed tile i while an end of the line showed suit v (what it chose "
+            "that tile over); zeros for the opening tile",
+        ),
+    )
+
+
+@cache
+def tracked_layout(rules: Rules) -> Layout:
+    """The "tracked" encoding: the vector encoding plus, for each seat, the tiles it placed
+    and the ends each was placed against (what its choices say about its hand), fixed-size
+    for feed-forward networks. The new pieces come before the vector's number pieces."""
+    vector = vector_layout(rules).pieces
+    numbers = next(i for i, p in enumerate(vector) if p.kind == NUMBER)
+    return Layout("tracked", (*vector[:numbers], *_tracking_pieces(rules), *vector[numbers:]))
 
 
 @cache
@@ -250,7 +290,7 @@ def privileged_layout(rules: Rules, observation: str) -> Layout:
 
 def layout_for(rules: Rules, observation: str) -> Layout:
     check_choice("observation", observation, ENCODINGS)
-    return vector_layout(rules) if observation == "vector" else history_layout(rules)
+    return {"vector": vector_layout, "history": history_layout, "tracked": tracked_layout}[observation](rules)
 
 
 def _set_bits(row: np.ndarray, mask: int) -> None:
@@ -359,6 +399,30 @@ def _moves(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
     return bits
 
 
+def _placed(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    n, t = enc.num_players, enc.num_tiles
+    bits = 0
+    for mover, action in rnd.moves:
+        if action != enc.pass_action:
+            bits |= 1 << ((mover - seat) % n * t + (action >> 1))
+    return bits
+
+
+def _placed_facing(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
+    n, t, s = enc.num_players, enc.num_tiles, enc.num_suits
+    ts = enc.rules.tile_set
+    bits = 0
+    ends: tuple[int, int] | None = None
+    for mover, action in rnd.moves:
+        if action == enc.pass_action:
+            continue
+        if ends is not None:
+            row = ((mover - seat) % n * t + (action >> 1)) * s
+            bits |= 1 << (row + ends[0]) | 1 << (row + ends[1])
+        ends = ends_after(ts, ends, action)
+    return bits
+
+
 def _hand_counts(enc: Encoder, rnd: Round, seat: int, scores: Sequence[int]) -> list[float]:
     return list(enc._seats[seat](rnd.counts))
 
@@ -385,6 +449,8 @@ WRITERS: dict[str, Any] = {
     "to_play": _to_play,
     "leader": _leader,
     "moves": _moves,
+    "placed": _placed,
+    "placed_facing": _placed_facing,
     "hand_counts": _hand_counts,
     "passes": _passes,
     "scores": _scores,
@@ -403,7 +469,7 @@ class BatchEncoder:
     def __init__(self, rules: Rules, layout: Layout, writers: dict[str, Any] | None = None) -> None:
         self.layout = layout
         self.rules = rules
-        writers = writers or {}
+        writers = {**BATCH_WRITERS, **(writers or {})}
         missing = [p.name for p in layout.pieces if p.name not in COMPILED_PIECES and p.name not in writers]
         if missing:
             raise ValueError(f"no batched writer for piece(s) {missing} of layout {layout.name!r}")
@@ -447,6 +513,58 @@ class BatchEncoder:
 def _wrap(value, size):  # pragma: no cover - compiled
     """value % size for 0 <= value < 2 * size, without a division."""
     return value - size if value >= size else value
+
+
+def _batch_tracking(
+    encoder: BatchEncoder, games: BatchedGames, g: np.ndarray, seats: np.ndarray, out: np.ndarray, piece: Piece
+) -> None:
+    """The "tracked" pieces (``placed``, ``placed_facing``) of each row, from the games' move records."""
+    ts = encoder.rules.tile_set
+    tiles = np.array(ts.tiles, dtype=np.int64)
+    _tracking_kernel(
+        games.moves, games.move_seats, games.num_moves, g, seats, tiles, ts.num_suits, ts.pass_action,
+        piece.name == "placed_facing", out,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _tracking_kernel(
+    moves, move_seats, num_moves, g, seats, tiles, num_suits, pass_action, facing, out
+):  # pragma: no cover - compiled
+    num_tiles = tiles.shape[0]
+    num_players = out.shape[1] // (num_tiles * num_suits) if facing else out.shape[1] // num_tiles
+    out[:] = 0.0
+    for j in range(g.shape[0]):
+        game = g[j]
+        left = -1
+        right = -1
+        for k in range(num_moves[game]):
+            action = moves[game, k]
+            if action == pass_action:
+                continue
+            tile = action >> 1
+            row = (move_seats[game, k] - seats[j] + num_players) % num_players * num_tiles + tile
+            x = tiles[tile, 0]
+            y = tiles[tile, 1]
+            if left < 0:
+                left = x
+                right = y
+                if not facing:
+                    out[j, row] = 1.0
+                continue
+            if facing:
+                out[j, row * num_suits + left] = 1.0
+                out[j, row * num_suits + right] = 1.0
+            else:
+                out[j, row] = 1.0
+            if action & 1:
+                right = y if x == right else x
+            else:
+                left = y if x == left else x
+
+
+#: Batched writers of built-in pieces outside the compiled pass.
+BATCH_WRITERS: dict[str, Any] = {"placed": _batch_tracking, "placed_facing": _batch_tracking}
 
 
 #: The pieces the compiled batched writer knows, in the order of its offsets (``at``).
@@ -604,7 +722,9 @@ def decode_observation(
     or None), ``to_play`` and ``leader`` (relative seats;
     ``to_play`` None once the round is over), ``hand_counts`` and ``voids`` (per relative
     seat; voids as sorted suit lists), ``passes`` and ``scores`` (per relative side, in
-    points). For "history": the same keys, with ``ends``, ``played``, ``opening``,
+    points). For "tracked": those keys, ``placed`` (per relative seat, the tiles it placed)
+    and ``placed_facing`` (per relative seat, (tile, the suits the ends showed) for each tile
+    it placed after the opening). For "history": the same keys as "vector", with ``ends``, ``played``, ``opening``,
     ``leader``, ``voids`` and ``passes`` replayed from ``moves`` (a list of (relative seat,
     action id)), which it adds.
     Accepts the observation dict from the env too (its "observation" entry is read), and
@@ -630,8 +750,18 @@ def decode_observation(
         "hand_counts": [int(round(x)) for x in v["hand_counts"]],
         "scores": [int(round(x * target)) for x in v["scores"]],
     }
-    if observation == "vector":
+    if observation != "history":
         out.update(_decode_table(rules, v))
+        if observation == "tracked":
+            out["placed"] = [_tiles_where(rules, row) for row in v["placed"]]
+            tiles = rules.tile_set.tiles
+            out["placed_facing"] = [
+                [
+                    (tiles[i], [int(x) for x in np.flatnonzero(facing[i] > 0.5)])
+                    for i in np.flatnonzero(facing.any(axis=1))
+                ]
+                for facing in v["placed_facing"] > 0.5
+            ]
         return out
     out["moves"] = _decode_moves(rules, v)
     out.update(replay_public(rules, out["moves"]))
@@ -697,11 +827,11 @@ def _decode_moves(rules: Rules, v: dict[str, np.ndarray]) -> list[tuple[int, int
 
 
 def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation: str = "vector") -> PublicView:
-    """What the observing seat knows, read from its observation dict (either encoding) alone:
+    """What the observing seat knows, read from its observation dict (any encoding) alone:
     the same :class:`PublicView` that ``Round.public_view`` gives from the engine."""
     rules = resolve_rules(rules)
-    if observation == "vector":
-        return _read_vector_view(obs, rules)
+    if observation != "history":  # "vector", or "tracked" (the vector's pieces and more)
+        return _read_vector_view(obs, rules, layout_for(rules, observation))
     d = decode_observation(obs["observation"], rules, observation=observation)
     ts = rules.tile_set
     return PublicView(
@@ -725,10 +855,11 @@ def _bits_mask(row: np.ndarray) -> int:
     return int.from_bytes(np.packbits(row > 0.5, bitorder="little").tobytes(), "little")
 
 
-def _read_vector_view(obs: dict[str, np.ndarray], rules: Rules) -> PublicView:
-    """:func:`read_public_view` for the "vector" encoding, straight to bitmasks: what every
-    scripted agent reads each move (the same checks and facts as decoding to named parts)."""
-    v = _checked_views(obs["observation"], layout_for(rules, "vector"))
+def _read_vector_view(obs: dict[str, np.ndarray], rules: Rules, layout: Layout) -> PublicView:
+    """:func:`read_public_view` for the "vector" encoding (or one holding its pieces), straight
+    to bitmasks: what every scripted agent reads each move (the same checks and facts as
+    decoding to named parts)."""
+    v = _checked_views(obs["observation"], layout)
     target = rules.resolved_target
     left, right = _one_hot_index(v["ends"][0]), _one_hot_index(v["ends"][1])
     opening = _one_hot_index(v["opening"])
@@ -780,6 +911,6 @@ def markdown_tables(rules: Rules | None = None) -> str:
     """Every encoding's piece table for ``rules`` (default rules if None), as Markdown."""
     rules = rules if rules is not None else Rules()
     parts = []
-    for layout in (vector_layout(rules), history_layout(rules), state_layout(rules)):
+    for layout in (vector_layout(rules), history_layout(rules), tracked_layout(rules), state_layout(rules)):
         parts.append(f"#### `{layout.name}`\n\n{layout.markdown()}\n")
     return "\n".join(parts)

@@ -56,7 +56,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     """``num_envs`` games of Block, each from one learning seat against opponents.
 
     ## Spaces
-    ``single_observation_space`` is the single env's ``Box`` (the "vector" or "history"
+    ``single_observation_space`` is the single env's ``Box`` (the "vector", "history" or "tracked"
     encoding of the learner's seat); ``observation_space`` batches it to ``(N, size)``.
     ``single_action_space`` is ``Discrete(2T+1)``; ``action_space`` is ``MultiDiscrete``.
     ``action_masks()`` returns the learners' legal actions, ``(N, 2T+1)`` bool.

@@ -13,12 +13,13 @@ from block_env.agents import HumanAgent, StrategicAgent, make_agent, parse_spec
 from block_env.agents.scripted import StrategyWeights
 from block_env.engine import PublicView
 from block_env.observations import read_public_view
+from block_env.options import ENCODINGS
 
 SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4", "search:worlds=4,engine=scalar"]
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-@pytest.mark.parametrize("observation", ["vector", "history"])
+@pytest.mark.parametrize("observation", ENCODINGS)
 def test_every_agent_plays_only_legal_actions(preset, observation):
     rules = Rules.preset(preset)
     env = raw_env(rules, observation=observation, episode="match")

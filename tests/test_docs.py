@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from block_env import Rules
-from block_env.observations import history_layout, state_layout, vector_layout
+from block_env.observations import history_layout, state_layout, tracked_layout, vector_layout
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -36,7 +36,7 @@ def test_readme_is_a_front_door():
 def test_the_piece_tables_in_the_docs_are_the_generated_ones():
     text = (DOCS / "environments.md").read_text()
     rules = Rules()
-    for layout in (vector_layout(rules), history_layout(rules), state_layout(rules)):
+    for layout in (vector_layout(rules), history_layout(rules), tracked_layout(rules), state_layout(rules)):
         assert layout.markdown() in text, f"docs/environments.md's {layout.name!r} table is stale"
 
 

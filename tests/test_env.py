@@ -14,8 +14,9 @@ from pettingzoo.test import api_test, seed_test
 import block_env
 from block_env import PRESETS, Rules, decode_observation, raw_env
 from block_env.observations import history_layout, markdown_tables, state_layout, vector_layout
+from block_env.options import ENCODINGS
 
-CASES = [(p, e, o) for p in PRESETS for e in ("round", "match") for o in ("vector", "history")]
+CASES = [(p, e, o) for p in PRESETS for e in ("round", "match") for o in ENCODINGS]
 
 
 @pytest.mark.parametrize("preset, episode, observation", CASES)
@@ -242,6 +243,18 @@ def test_history_observation_decodes_moves_and_replays_ends():
     ts = rules.tile_set
     assert d["moves"] == [(2, ts.action((1, 4), L)), (0, ts.action((4, 6), R)), (1, ts.pass_action)]
     assert d["ends"] == (1, 6) and d["hand"] == [(3, 5)] and d["to_play"] == 2
+
+
+def test_tracked_observation_holds_who_placed_which_tile_facing_which_ends():
+    rules = Rules(num_players=3)
+    hands = [[(1, 4), (2, 2), (1, 6)], [(3, 5), (4, 6), (2, 3)], [(0, 0), (0, 5), (2, 5)]]
+    env = scripted_env(rules, hands, leader=0, observation="tracked")
+    play(env, [((1, 4), L), ((4, 6), R), PASS, ((1, 6), R)])
+    d = decode_observation(env.observe("player_1"), rules, observation="tracked")
+    # relative seats of player_1: 0 = itself, 1 = player_2, 2 = player_0
+    assert d["placed"] == [[(4, 6)], [], [(1, 4), (1, 6)]]
+    assert d["placed_facing"] == [[((4, 6), [1, 4])], [], [((1, 6), [1, 6])]]  # the opening faced nothing
+    assert d["ends"] == (1, 1) and d["hand"] == [(2, 3), (3, 5)] and d["voids"][1] == [1, 6]
 
 
 def test_observe_in_another_encoding_equals_an_env_of_that_encoding():

@@ -12,10 +12,11 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 import block_env
 from block_env import Rules, decode_observation
 from block_env.agents import make_env
+from block_env.options import ENCODINGS
 
 
 @pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house"])
-@pytest.mark.parametrize("observation", ["vector", "history"])
+@pytest.mark.parametrize("observation", ENCODINGS)
 def test_gymnasium_and_sb3_checkers(preset, observation):
     env = gymnasium.make(
         block_env.GYM_ID, rules=preset, observation=observation, opponents=["greedy"], illegal_action="terminate"

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from block_env import PRESETS, Rules, decode_observation, raw_env
 from block_env.observations import max_moves, read_public_view
+from block_env.options import ENCODINGS
 
 presets = st.sampled_from(sorted(PRESETS))
 seeds = st.integers(0, 2**32 - 1)
@@ -104,7 +105,7 @@ def test_tiles_are_conserved_and_rounds_are_bounded(preset, seed):
     assert sorted(tuple(sorted(t)) for t in line) == env.rules.tile_set.tiles_of(rnd.played)
 
 
-@given(presets, seeds, st.sampled_from(["round", "match"]), st.sampled_from(["vector", "history"]))
+@given(presets, seeds, st.sampled_from(["round", "match"]), st.sampled_from(ENCODINGS))
 def test_same_seed_same_actions_same_game_bit_for_bit(preset, seed, episode, observation):
     def trace(env):
         env.reset(seed=seed)
@@ -148,7 +149,7 @@ def test_decoded_vector_matches_the_seats_public_view(preset, seed):
     play_random(env, np.random.default_rng(seed), check)
 
 
-@given(presets, seeds, st.integers(0, 3), st.sampled_from(["vector", "history"]), st.randoms(use_true_random=False))
+@given(presets, seeds, st.integers(0, 3), st.sampled_from(ENCODINGS), st.randoms(use_true_random=False))
 def test_no_leak_permuting_hidden_tiles_leaves_observations_unchanged(preset, seed, observer, observation, shuffle):
     """Replay the same public history with the hidden tiles dealt differently: the
     observer's every observation and mask must be identical."""

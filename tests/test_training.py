@@ -567,6 +567,76 @@ def test_an_asymmetric_critic_starts_as_the_source_value_head_when_the_units_agr
         env.close()
 
 
+def test_teacher_games_seat_one_teacher_per_seat_reading_its_own_encoding_in_many_processes():
+    """A belief search (which reads "vector" and keeps a record of its seat's round) teaches a
+    "tracked" learner: the decisions come in the learner's encoding, each action legal in its
+    mask, as many as asked, from one process or shared out among two."""
+    from block_env.observations import read_public_view
+    from block_env.training.train import collect_teacher_decisions
+
+    teacher = "search:worlds=2,playout=greedy,prior=pretrained:standard,belief=prior"
+    values = yaml.safe_load(TINY.read_text()) | {"observation": "tracked"}
+    for workers in (1, 2):
+        values["pretrain"] = {"teacher": teacher, "decisions": 30, "workers": workers}
+        data = collect_teacher_decisions(config_from_dict(values))
+        assert data["observations"].shape == (30, 569) and len(data["returns"]) == 30
+        assert data["masks"][np.arange(30), data["actions"]].all()
+        for obs, mask in zip(data["observations"], data["masks"]):
+            view = read_public_view({"observation": obs, "action_mask": mask}, Rules(), "tracked")
+            assert view.hand_counts[0] == len(view.hand_tiles)
+    with pytest.raises(ValueError, match="pretrain.workers must be an int >= 1"):
+        config_from_dict(values | {"pretrain": {"workers": 0}})
+
+
+def test_a_vector_agent_starts_a_tracked_learner_that_decides_and_values_as_it_does(tiny_run, tmp_path):
+    """init_from a "vector" agent into a "tracked" learner: each first-layer column goes to the
+    vector piece's place in the wider input, the tracking pieces start at zero weight, so the
+    step-0 agent's logits on tracked observations and its full-information critic's values
+    are the source's on the same positions; an agent reading "history" does not fit."""
+    import torch
+
+    from block_env.training.train import RunPaths, build_model, init_from_agent, make_vec_env, train
+
+    source = make_agent(f"policy:{tiny_run / 'final'}", Rules())
+    values = yaml.safe_load(TINY.read_text()) | {"vec_env": "batched", "observation": "tracked", "total_timesteps": 256}
+    values["ppo"] = values["ppo"] | {"critic": "full_information"}
+    values["pretrain"] = {"init_from": f"policy:{tiny_run / 'final'}", "teacher": None}
+    config = config_from_dict(values)
+    train(config, tmp_path / "tracked", progress=False)
+    start = make_agent(f"policy:{tmp_path / 'tracked' / 'step_0'}", Rules())
+    assert start.observation == "tracked"
+    vector_env, tracked_env = raw_env(Rules()), raw_env(Rules(), observation="tracked")
+    for env in (vector_env, tracked_env):
+        env.reset(seed=5)
+    for _ in range(6):  # a few moves in, so that the tracking pieces are not all zero
+        action = int(np.flatnonzero(vector_env.observe(vector_env.agent_selection)["action_mask"])[0])
+        vector_env.step(action)
+        tracked_env.step(action)
+    tracked = np.stack([tracked_env.observe(a)["observation"] for a in tracked_env.possible_agents])
+    assert tracked[:, 121:-5].any()
+    vector = np.stack([vector_env.observe(a)["observation"] for a in vector_env.possible_agents])
+    np.testing.assert_allclose(start.logits(tracked), source.logits(vector), atol=1e-5)
+
+    env = make_vec_env(config, ["random"])
+    model = build_model(config, env, RunPaths(tmp_path / "critic"))
+    init_from_agent(model, config)
+    privileged = env.reset()
+    with torch.no_grad():
+        critic = model.policy.predict_values(torch.as_tensor(privileged)).numpy()[:, 0] / 0.05
+    from block_env.observations import tracked_layout, vector_layout
+
+    columns = vector_layout(Rules()).columns_in(tracked_layout(Rules()))
+    np.testing.assert_allclose(critic, source.values(privileged[:, columns]), atol=1e-4)
+    env.close()
+    with pytest.raises(ValueError, match=r"pretrain\.init_from: the 'history' encoding has no piece 'played'"):
+        history = values | {
+            "observation": "history",
+            "vec_env": "dummy",
+            "ppo": values["ppo"] | {"critic": "observation"},
+        }
+        config_from_dict(history | {"pretrain": {"init_from": f"policy:{tmp_path / 'tracked' / 'step_0'}"}})
+
+
 def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observation(tiny_run, tmp_path):
     """value_scale (what a guided search's leaves read) is written for a zero-sum value head
     over the observation, and left out for the full-information critic's export."""

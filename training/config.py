@@ -15,6 +15,7 @@ from typing import Any
 
 from block_env.agents import make_agent, parse_spec
 from block_env.agents.policy import ACTIVATIONS
+from block_env.observations import layout_for
 from block_env.options import ENCODINGS, EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
 from block_env.validation import check_choice, check_int, check_number, is_number
@@ -109,13 +110,15 @@ class PretrainConfig:
 
     init_from: str | None = None
     """A trained agent (``pretrained:NAME`` or ``policy:PATH``) whose policy network the
-    learner starts from, before any imitation: the same rules, encoding, ``ppo.net_arch`` and
-    ``ppo.activation``. Its value head comes too: as the critic when the critic reads the
+    learner starts from, before any imitation: the same rules, ``ppo.net_arch`` and
+    ``ppo.activation``, and the learner's encoding or one it holds ("vector" inside
+    "tracked": the first layer starts at zero weight on the other inputs). Its value head comes too: as the critic when the critic reads the
     observation; as the full-information critic with zero weights on the hidden hands when the
     agent's values are in the learner's units (its ``value_scale`` is ``reward_scale`` over
     zero-sum rounds), else that critic starts fresh. null: a fresh network."""
     teacher: str | None = "strategic"
-    """Agent spec whose decisions are imitated (every seat of the teacher games), or null."""
+    """Agent spec whose decisions are imitated (one per seat of the teacher games, each reading
+    its own encoding), or null."""
     decisions: int = 40_000
     """Teacher decisions with two or more legal moves to collect."""
     epochs: int = 8
@@ -124,6 +127,8 @@ class PretrainConfig:
     """Minibatch size."""
     learning_rate: float = 1e-3
     """Adam step size of the warm start."""
+    workers: int = 1
+    """Processes playing the teacher games (a search teacher's decisions are the slow part)."""
 
     def validate(self) -> None:
         if self.init_from is not None:
@@ -139,6 +144,7 @@ class PretrainConfig:
         check_number("pretrain.epochs", self.epochs, positive=True)
         check_number("pretrain.batch_size", self.batch_size, positive=True)
         check_number("pretrain.learning_rate", self.learning_rate, positive=True)
+        check_int("pretrain.workers", self.workers, low=1)
 
 
 @dataclass(frozen=True)
@@ -244,7 +250,7 @@ class TrainConfig:
     reward_scale: float = 0.05
     """Multiplies rewards (points are tens; PPO likes rewards near 1)."""
     observation: str = "vector"
-    """Observation encoding: "vector" or "history"."""
+    """Observation encoding: "vector", "history" or "tracked"."""
     total_timesteps: int = 200_000
     """Learner environment steps of PPO (0 with expert iteration: that alone)."""
     n_envs: int = 4
@@ -318,14 +324,25 @@ class TrainConfig:
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
         if self.expert.rounds:
             specs.append(("expert.eval_opponent", self.expert.eval_opponent))
-        if self.pretrain.teacher is not None:
-            specs.append(("pretrain.teacher", self.pretrain.teacher))
-        if self.pretrain.init_from is not None:
-            specs.append(("pretrain.init_from", self.pretrain.init_from))
         rules = self.resolved_rules()
         for name, spec in specs:
             try:
                 make_agent(spec, rules, observation=self.observation)
+            except (ValueError, OSError) as e:
+                raise ValueError(f"{name}: {e}") from None
+        # The teacher plays its teacher games reading its own encoding (the learner's is
+        # recorded); the agent the learner starts from may read an encoding the learner's
+        # input holds ("vector" inside "tracked").
+        for name, spec in (
+            ("pretrain.teacher", self.pretrain.teacher),
+            ("pretrain.init_from", self.pretrain.init_from),
+        ):
+            if spec is None:
+                continue
+            try:
+                agent = make_agent(spec, rules)
+                if name == "pretrain.init_from":
+                    layout_for(rules, agent.observation).columns_in(layout_for(rules, self.observation))
             except (ValueError, OSError) as e:
                 raise ValueError(f"{name}: {e}") from None
 

@@ -67,7 +67,7 @@ class RLlibConfig:
     rules: str = "standard"
     """Rules preset name."""
     observation: str = "vector"
-    """Observation encoding: "vector" or "history"."""
+    """Observation encoding: "vector", "history" or "tracked"."""
     iterations: int = 40
     """Training iterations (one rollout and update each)."""
     seed: int = 0

@@ -12,12 +12,14 @@ import csv
 import functools
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import time
 import warnings
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
 from block_env.gym_env import BlockDominoesEnv
-from block_env.observations import layout_for
+from block_env.observations import layout_for, privileged_layout
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
@@ -249,55 +251,81 @@ def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
 
 
 def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
-    """Play teacher-vs-teacher episodes; keep every decision with two or more legal moves:
-    the observation (with the asymmetric critic, the hidden hands appended as the vector env's
-    privileged observations have them), mask, the teacher's action and the deciding seat's
-    scaled episode return (in the training reward mode), for the value head."""
+    """Play teacher-vs-teacher episodes (one teacher per seat, each reading its own encoding);
+    keep every decision with two or more legal moves: the learner's observation of it (with
+    the asymmetric critic, the hidden hands appended as the vector env's privileged
+    observations have them), mask, the teacher's action and the deciding seat's scaled
+    episode return (in the training reward mode), for the value head. With
+    ``pretrain.workers`` above 1 the episodes are shared out among that many processes."""
+    workers, wanted = config.pretrain.workers, config.pretrain.decisions
+    if workers == 1:
+        parts = [teacher_games(config, 0, 1, wanted)]
+    else:
+        share = -(-wanted // workers)
+        # spawn, not fork: the parent may hold torch threads, which fork can deadlock.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = list(pool.map(teacher_games, *zip(*[(config, k, workers, share) for k in range(workers)])))
+    return {key: np.concatenate([part[key] for part in parts])[:wanted] for key in parts[0]}
+
+
+def teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
+    """:func:`collect_teacher_decisions`' share of process ``worker`` of ``workers``: episodes
+    ``worker``, ``worker + workers``, ... of the teacher-game seeds, until ``wanted`` decisions."""
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
-    teacher = make_agent(
-        config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher"), observation=config.observation
-    )
+    teachers = [
+        make_agent(config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher", seat))
+        for seat in range(rules.num_players)
+    ]
     observations, masks, actions, returns = [], [], [], []
     seats: list[int] = []
 
     class RecordingTeacher:
-        """The teacher at every seat, keeping each decision it makes with two or more legal moves."""
+        """One seat's teacher, keeping each decision it makes with two or more legal moves."""
+
+        def __init__(self, teacher: Any) -> None:
+            self.teacher = teacher
+            self.observation = teacher.observation  # play_moves hands it its own encoding
 
         def reset(self, seed: int | None = None) -> None:
-            teacher.reset(seed)
+            self.teacher.reset(seed)
 
         def act(self, obs: dict[str, np.ndarray]) -> int:
-            action = teacher.act(obs)
+            action = self.teacher.act(obs)
             if obs["action_mask"].sum() > 1:
                 agent = env.agent_selection
+                learner_sees = env.observe(agent)["observation"]  # in the learner's encoding
                 if config.ppo.asymmetric:  # what the asymmetric critic reads: the hidden hands appended
-                    observations.append(np.concatenate([obs["observation"], env.hidden_hands(agent)]))
+                    observations.append(np.concatenate([learner_sees, env.hidden_hands(agent)]))
                 else:
-                    observations.append(obs["observation"])
+                    observations.append(learner_sees)
                 masks.append(obs["action_mask"].astype(bool))
                 actions.append(action)
                 seats.append(env.seat_of(agent))
             return action
 
-    players = [RecordingTeacher()] * rules.num_players
-    episode = 0
-    while len(actions) < config.pretrain.decisions:
+    players = [RecordingTeacher(teacher) for teacher in teachers]
+    episode = worker
+    progress = max(1, wanted // 10)
+    while len(actions) < wanted:
         env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
-        episode += 1
+        for seat, player in enumerate(players):
+            player.reset(seed=derive_seed(derive_seed(config.seed, "teacher_games", episode), "seat", seat))
+        episode += workers
         first = len(seats)
         totals = dict.fromkeys(env.possible_agents, 0.0)
         for _ in play_moves(env, players):
             for a in env.possible_agents:
                 totals[a] += env.rewards[a]
         returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats[first:]]
-    n = config.pretrain.decisions
+        if wanted >= 10_000 and len(actions) // progress > first // progress:
+            print(f"teacher decisions ({worker + 1}/{workers}): {min(len(actions), wanted)}/{wanted}", flush=True)
     return {
-        "observations": np.asarray(observations[:n], dtype=np.float32),
-        "masks": np.asarray(masks[:n]),
-        "actions": np.asarray(actions[:n], dtype=np.int64),
-        "returns": np.asarray(returns[:n], dtype=np.float32),
+        "observations": np.asarray(observations[:wanted], dtype=np.float32),
+        "masks": np.asarray(masks[:wanted]),
+        "actions": np.asarray(actions[:wanted], dtype=np.int64),
+        "returns": np.asarray(returns[:wanted], dtype=np.float32),
     }
 
 
@@ -675,37 +703,49 @@ def build_model(config: TrainConfig, env: Any, paths: RunPaths) -> Any:
 
 def init_from_agent(model: Any, config: TrainConfig) -> None:
     """Copy ``pretrain.init_from``'s policy network and its value head into the learner;
-    ValueError when its network has another shape. An asymmetric critic, which also reads
-    the hidden hands, starts as the source's value head with zero weights on those inputs,
-    when the source's values are in the learner's units (its ``value_scale`` is the config's
-    ``reward_scale`` over zero-sum rounds); otherwise it starts fresh."""
+    ValueError when its network has another shape. The first layers read its encoding's
+    pieces where the learner's input has them (the same encoding, or one holding it, such as
+    "tracked" holding "vector") and start at zero weight on the learner's other inputs. An
+    asymmetric critic, which also reads the hidden hands, starts as the source's value head
+    that way when the source's values are in the learner's units (its ``value_scale`` is the
+    config's ``reward_scale`` over zero-sum rounds); otherwise it starts fresh."""
     import torch
 
     assert config.pretrain.init_from is not None
-    source = make_agent(config.pretrain.init_from, config.resolved_rules(), observation=config.observation)
+    rules = config.resolved_rules()
+    source = make_agent(config.pretrain.init_from, rules)
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
     state = model.policy.state_dict()
     same_units = source.value_scale is not None and source.value_scale == round_points_scale(config)
     copied = ACTOR_KEYS + CRITIC_KEYS if not config.ppo.asymmetric or same_units else ACTOR_KEYS
+    source_layout = layout_for(rules, source.observation)
+    critic_layout = (
+        privileged_layout(rules, config.observation) if config.ppo.asymmetric else layout_for(rules, config.observation)
+    )
+    first_layers = {
+        f"{ACTOR_KEYS[0]}0.weight": source_layout.columns_in(layout_for(rules, config.observation)),
+        f"{CRITIC_KEYS[0]}0.weight": source_layout.columns_in(critic_layout),
+    }
     for key, tensor in source.policy.state_dict().items():
         if not key.startswith(copied):
             continue
         target = state.get(key)
-        widened = config.ppo.asymmetric and key == f"{CRITIC_KEYS[0]}0.weight"  # the critic's first layer
-        if target is None or not (
-            target.shape == tensor.shape
-            or (widened and target.shape[0] == tensor.shape[0] and target.shape[1] > tensor.shape[1])
+        columns = first_layers.get(key)
+        if target is None or (
+            target.shape != tensor.shape
+            if columns is None
+            else (target.shape[0], len(columns)) != (tensor.shape[0], tensor.shape[1])
         ):
             raise ValueError(
                 f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
                 f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
             )
-        if target.shape == tensor.shape:
+        if columns is None:
             state[key] = tensor.clone()
-        else:  # the observation's columns as the source's, the hidden hands' at zero
+        else:  # each input column where the learner's input has it; the others at zero
             state[key] = torch.zeros_like(target)
-            state[key][:, : tensor.shape[1]] = tensor
+            state[key][:, torch.as_tensor(columns)] = tensor
     model.policy.load_state_dict(state)
 
 
