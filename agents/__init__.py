@@ -141,8 +141,10 @@ def _openspiel_agent_class() -> type[Agent]:
 
 
 class AgentFactory:
-    """Builds agents from spec strings for one rules set and encoding: the
-    ``opponent_factory`` the Gymnasium views take (picklable, for subprocess envs).
+    """Builds agents from spec strings for one rules set: the ``opponent_factory`` the
+    Gymnasium views take (picklable, for subprocess envs). Each agent reads its own encoding
+    (a trained agent its agent.json's, the others "vector", or ``observation`` when given);
+    the envs observe for each opponent in the encoding it reads.
 
     Examples:
         >>> from block_env import Rules
@@ -150,7 +152,7 @@ class AgentFactory:
         'greedy'
     """
 
-    def __init__(self, rules: Rules, observation: str = "vector") -> None:
+    def __init__(self, rules: Rules, observation: str | None = None) -> None:
         self.rules = rules
         self.observation = observation
 
@@ -171,7 +173,7 @@ def make_vector_env(num_envs: int, rules: Rules | str | None = None, **kwargs: A
     from block_env.vector_env import BlockDominoesVectorEnv
 
     resolved = resolve_rules(rules)
-    kwargs.setdefault("opponent_factory", AgentFactory(resolved, kwargs.get("observation", "vector")))
+    kwargs.setdefault("opponent_factory", AgentFactory(resolved))
     return BlockDominoesVectorEnv(num_envs, resolved, **kwargs)
 
 
@@ -188,5 +190,5 @@ def make_env(rules: Rules | str | None = None, **kwargs: Any) -> Any:
     from block_env.gym_env import BlockDominoesEnv
 
     resolved = resolve_rules(rules)
-    kwargs.setdefault("opponent_factory", AgentFactory(resolved, kwargs.get("observation", "vector")))
+    kwargs.setdefault("opponent_factory", AgentFactory(resolved))
     return BlockDominoesEnv(resolved, **kwargs)

@@ -11,7 +11,7 @@ from gymnasium import spaces
 
 from block_env.aec import parse_reset_options, raw_env
 from block_env.observations import layout_for
-from block_env.opponents import Opponent, OpponentFactory, resolve_opponents
+from block_env.opponents import Opponent, OpponentFactory, opponent_encoding, resolve_opponents
 from block_env.options import ILLEGAL_ACTIONS, MAX_REDEALS, check_learner_seat
 from block_env.rules import Rules, resolve_rules
 from block_env.seeding import SEED_BOUND
@@ -122,7 +122,7 @@ class BlockDominoesEnv(gymnasium.Env):
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool (takes effect at the next reset). Used by self-play to
         add frozen snapshots of the learner as training goes on."""
-        self.opponents = resolve_opponents(opponents, self.opponent_factory, self.rules, self.observation)
+        self.opponents = resolve_opponents(opponents, self.opponent_factory, self.rules)
 
     # -- gymnasium API ------------------------------------------------------------------
 
@@ -211,7 +211,7 @@ class BlockDominoesEnv(gymnasium.Env):
             else:
                 opponent = self.seat_opponents[seat]
                 assert opponent is not None
-                action = opponent.act(self.aec.observe(agent))
+                action = opponent.act(self.aec.observe(agent, opponent_encoding(opponent, self.observation)))
             self.aec.step(action)
             self._reward += self.aec.rewards[learner]
 

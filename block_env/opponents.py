@@ -110,20 +110,18 @@ class RandomOpponent:
 OpponentFactory = Callable[[str], Opponent]
 
 
-def resolve_opponents(
-    opponents: object, factory: OpponentFactory | None, rules: Rules | None = None, observation: str | None = None
-) -> list[Opponent]:
+def resolve_opponents(opponents: object, factory: OpponentFactory | None, rules: Rules | None = None) -> list[Opponent]:
     """A non-empty opponent pool from Opponents and spec strings (strings need ``factory``).
 
-    An opponent that says which rules and encoding it was built for (``rules`` and
-    ``observation`` attributes, as every agent has) must match the env's: ValueError now,
-    rather than a wrong decision mid-episode."""
+    An opponent that says which rules it was built for (a ``rules`` attribute, as every agent
+    has) must play the env's: ValueError now, rather than a wrong decision mid-episode. Its
+    encoding may differ from the env's (:func:`opponent_encoding`)."""
     if isinstance(opponents, (str, Opponent)) or not isinstance(opponents, (list, tuple)) or not opponents:
         raise ValueError(f"opponents must be a non-empty sequence of agent specs or agents, got {opponents!r}")
     pool: list[Opponent] = []
     for i, opponent in enumerate(opponents):
         if isinstance(opponent, Opponent):
-            _check_built_for(i, opponent, rules, observation)
+            _check_built_for(i, opponent, rules)
             pool.append(opponent)
         elif isinstance(opponent, str):
             if factory is None and opponent == RandomOpponent.name:
@@ -143,13 +141,14 @@ def resolve_opponents(
     return pool
 
 
-def _check_built_for(index: int, opponent: Opponent, rules: Rules | None, observation: str | None) -> None:
+def _check_built_for(index: int, opponent: Opponent, rules: Rules | None) -> None:
     built_rules = getattr(opponent, "rules", None)
     if rules is not None and isinstance(built_rules, Rules) and built_rules != rules:
         raise ValueError(f"opponents[{index}] ({opponent!r}) was built for {built_rules}, but this env plays {rules}")
-    built_observation = getattr(opponent, "observation", None)
-    if observation is not None and isinstance(built_observation, str) and built_observation != observation:
-        raise ValueError(
-            f"opponents[{index}] ({opponent!r}) reads the {built_observation!r} encoding, "
-            f"but this env observes {observation!r}"
-        )
+
+
+def opponent_encoding(opponent: Opponent, env_encoding: str) -> str:
+    """The encoding an env observes for ``opponent``: the one it reads (an agent's
+    ``observation``), or the env's for an opponent that does not say."""
+    encoding = getattr(opponent, "observation", None)
+    return encoding if isinstance(encoding, str) else env_encoding

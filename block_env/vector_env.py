@@ -25,7 +25,14 @@ from gymnasium.vector.utils import batch_space
 from block_env.aec import parse_reset_options
 from block_env.batched import DECISION, EXTERNAL, BatchedGames, BatchResults, CompiledPolicies
 from block_env.observations import BatchEncoder, batch_encoder, layout_for, privileged_layout
-from block_env.opponents import BatchOpponent, Opponent, OpponentFactory, compiled_policy, resolve_opponents
+from block_env.opponents import (
+    BatchOpponent,
+    Opponent,
+    OpponentFactory,
+    compiled_policy,
+    opponent_encoding,
+    resolve_opponents,
+)
 from block_env.options import (
     ENCODINGS,
     EPISODES,
@@ -133,10 +140,11 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.illegal_action = illegal_action
         self.opponent_factory = opponent_factory
         self.set_opponents(opponents)
-        self._encode = batch_encoder(self.rules, observation)  # what a seat observes: opponents read it
         self.privileged = privileged
         layout = privileged_layout(self.rules, observation) if privileged else layout_for(self.rules, observation)
-        self._encode_learner = BatchEncoder(self.rules, layout) if privileged else self._encode
+        self._encode_learner = (
+            BatchEncoder(self.rules, layout) if privileged else batch_encoder(self.rules, observation)
+        )
         self.single_observation_space = spaces.Box(0.0, layout.high(), shape=(layout.size,), dtype=np.float32)
         self.single_action_space = spaces.Discrete(self.rules.tile_set.num_actions)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -151,7 +159,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool. Games mid-episode keep each seat's pool index (modulo
         the new pool's size); every new episode draws its opponents from the new pool."""
-        pool = resolve_opponents(opponents, self.opponent_factory, self.rules, self.observation)
+        pool = resolve_opponents(opponents, self.opponent_factory, self.rules)
         if hasattr(self, "seat_opponents"):
             self.seat_opponents %= len(pool)
         self.opponents = pool
@@ -165,6 +173,8 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
                 rows.append(None if isinstance(policy, str) else np.asarray(policy, dtype=np.int64))
         self._policies = CompiledPolicies.build(rows, self.rules.tile_set.num_actions)
         self._batched = [isinstance(o, BatchOpponent) for o in pool]
+        # Each opponent observes in the encoding it reads.
+        self._opponent_encoders = [batch_encoder(self.rules, opponent_encoding(o, self.observation)) for o in pool]
         self._observes = [not batched or getattr(o, "observes", True) for o, batched in zip(pool, self._batched)]
 
     # -- Gymnasium API ------------------------------------------------------------------------
@@ -321,7 +331,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             mine = np.flatnonzero(choice == index)
             opponent = self.opponents[index]
             batched, observes = self._batched[index], self._observes[index]
-            obs = self._encode(self.games, games[mine], seats[mine]) if observes else None
+            obs = self._opponent_encoders[index](self.games, games[mine], seats[mine]) if observes else None
             if batched:
                 actions = np.asarray(opponent.act_batch(obs, masks[mine]), dtype=np.int64)
             else:

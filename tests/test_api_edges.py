@@ -51,13 +51,28 @@ def test_unknown_agents_are_named():
 
 
 @pytest.mark.parametrize("make", [make_env, lambda rules, **kw: make_vector_env(2, rules, **kw)])
-def test_an_opponent_built_for_other_rules_or_encoding_is_refused_when_given(make):
+def test_an_opponent_built_for_other_rules_is_refused_and_one_reading_another_encoding_is_given_it(make):
+    """An opponent reading "history" at a "vector" env's table decides from its own encoding:
+    the same games as with the same opponent reading "vector"."""
     with pytest.raises(ValueError, match=r"opponents\[0\] .* was built for .* but this env plays"):
         make("standard", opponents=[make_agent("greedy", "standard_3p")])
-    with pytest.raises(ValueError, match="reads the 'history' encoding, but this env observes 'vector'"):
-        make("standard", opponents=[make_agent("strategic", "standard", observation="history")])
-    env = make("standard", opponents=[make_agent("greedy", "standard")])  # the same rules: fine
-    env.reset(seed=0)
+
+    def trajectory(observation: str) -> list:
+        env = make("standard", opponents=[make_agent("strategic", "standard", observation=observation)])
+        first, _ = env.reset(seed=0)
+        seen = [np.asarray(first).copy()]
+        for k in range(12):
+            masks = np.asarray(env.action_masks()).reshape(-1, env.rules.tile_set.num_actions)
+            actions = masks.argmax(axis=1)
+            single = masks.shape[0] == 1 and isinstance(env, BlockDominoesEnv)
+            observation, _, terminated, truncated, _ = env.step(int(actions[0]) if single else actions)
+            seen.append(np.asarray(observation).copy())
+            if single and (terminated or truncated):
+                seen.append(env.reset(seed=k + 1)[0])
+        return seen
+
+    for a, b in zip(trajectory("history"), trajectory("vector"), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_the_env_works_with_its_defaults():
