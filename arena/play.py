@@ -71,6 +71,15 @@ def play_deal(
     return records
 
 
+def one_blas_thread() -> None:
+    """Hold numpy's BLAS to one thread in this worker process: with one process per core a
+    second thread only waits for a core, and a guided search's network, which runs a batch
+    per playout move, slowed several times over (the [eval] extra installs threadpoolctl)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
+
+
 def _play_deal_task(args: tuple[ArenaConfig, int, int]) -> list[dict[str, Any]]:
     return play_deal(*args, agents=_WORKER_AGENTS)
 
@@ -151,7 +160,7 @@ def _play(
         return
     # spawn, not fork: the parent may hold torch threads (training), which fork can deadlock.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=config.workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=config.workers, mp_context=context, initializer=one_blas_thread) as pool:
         chunk = max(1, len(tasks) // (20 * config.workers))
         yield from zip((t[1] for t in tasks), pool.map(_play_deal_task, tasks, chunksize=chunk))
 

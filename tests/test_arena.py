@@ -119,6 +119,25 @@ def test_arena_is_seeded_and_parallel_runs_agree(tmp_path):
     assert "| `greedy` |" in paths["markdown"].read_text()
 
 
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return max((pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"), default=1)
+
+
+def test_arena_workers_hold_numpy_blas_to_one_thread():
+    """Each arena worker holds one core: its BLAS runs one thread (guided searches batch their
+    network's moves, and a second thread per process only waits for a core)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from block_env.arena.play import one_blas_thread
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=one_blas_thread) as pool:
+        assert pool.submit(_blas_threads).result() == 1
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

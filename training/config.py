@@ -318,30 +318,21 @@ class TrainConfig:
                     raise ValueError(f"expert iteration needs {key} {value!r}, got {got[key]!r}")
         self.opponents.validate()
         self.eval.validate()
-        # Every agent spec built once for the rules and encoding it will play: its options
-        # (search:worlds=0) and files (policy:PATH) are checked before any work starts.
+        # Every agent spec built once for the rules it will play (each reads its own encoding):
+        # its options (search:worlds=0) and files (policy:PATH) are checked before any work starts.
         specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
         if self.expert.rounds:
             specs.append(("expert.eval_opponent", self.expert.eval_opponent))
+        if self.pretrain.teacher is not None:
+            specs.append(("pretrain.teacher", self.pretrain.teacher))
+        if self.pretrain.init_from is not None:
+            specs.append(("pretrain.init_from", self.pretrain.init_from))
         rules = self.resolved_rules()
         for name, spec in specs:
             try:
-                make_agent(spec, rules, observation=self.observation)
-            except (ValueError, OSError) as e:
-                raise ValueError(f"{name}: {e}") from None
-        # The teacher plays its teacher games reading its own encoding (the learner's is
-        # recorded); the agent the learner starts from may read an encoding the learner's
-        # input holds ("vector" inside "tracked").
-        for name, spec in (
-            ("pretrain.teacher", self.pretrain.teacher),
-            ("pretrain.init_from", self.pretrain.init_from),
-        ):
-            if spec is None:
-                continue
-            try:
                 agent = make_agent(spec, rules)
-                if name == "pretrain.init_from":
+                if name == "pretrain.init_from":  # its encoding, or one the learner's input holds
                     layout_for(rules, agent.observation).columns_in(layout_for(rules, self.observation))
             except (ValueError, OSError) as e:
                 raise ValueError(f"{name}: {e}") from None

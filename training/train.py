@@ -271,6 +271,14 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
 def teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
     """:func:`collect_teacher_decisions`' share of process ``worker`` of ``workers``: episodes
     ``worker``, ``worker + workers``, ... of the teacher-game seeds, until ``wanted`` decisions."""
+    from threadpoolctl import threadpool_limits
+
+    # One process per core: a second BLAS thread (a guided teacher's network) would only wait.
+    with threadpool_limits(1, user_api="blas"):
+        return _teacher_games(config, worker, workers, wanted)
+
+
+def _teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
