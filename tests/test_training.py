@@ -512,6 +512,23 @@ def test_exploit_can_start_the_best_response_from_a_trained_agent(tmp_path):
     np.testing.assert_array_equal(start.logits(obs), source.logits(obs))
 
 
+def test_exploit_measures_a_target_that_reads_another_encoding(tmp_path):
+    """A "tracked" agent as the frozen target of a best response that reads "vector": the
+    vector env observes the target in its own encoding, and the arena does too."""
+    from block_env.agents.policy import build_policy, policy_shape, save_agent
+
+    rules = Rules.preset("tiny")
+    arch = {"pi": [16], "vf": [16]}
+    target = save_agent(
+        build_policy(policy_shape(rules, "tracked", arch, "tanh")), tmp_path / "t", rules, "tracked", arch, "tanh"
+    )
+    out = tmp_path / "exploit"
+    args = ["exploit", "--agent", f"policy:{target}", "--rules", "tiny", "--steps", "1024", "--deals", "10"]
+    assert main([*args, "--workers", "1", "--out", str(out), "--quiet"]) == 0
+    result = json.loads((out / "exploit.json").read_text())
+    assert result["deals"] == 10 and yaml.safe_load((out / "config.yaml").read_text())["observation"] == "vector"
+
+
 def test_exploit_refuses_a_human_target():
     from block_env.training.exploit import exploit_config
 
