@@ -231,6 +231,8 @@ class SearchAgent(Agent):
         if self.engine != "batched":
             raise ValueError("search_moves runs on the batched engine (engine='batched')")
         masks = np.asarray(masks, dtype=bool)
+        if self._record is not None and len(masks) > 1:
+            raise ValueError("a search with belief='prior' keeps one game's record: it searches one position at a time")
         if not len(masks):
             return []
         obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]

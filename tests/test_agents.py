@@ -163,6 +163,8 @@ def test_search_agent_validates_its_options():
     obs = env.observe(env.agent_selection)
     with pytest.raises(ValueError, match="keeps one game's record: it decides with act"):
         believer.act_batch(obs["observation"][None], obs["action_mask"][None].astype(bool))
+    with pytest.raises(ValueError, match="keeps one game's record: it searches one position at a time"):
+        believer.search_moves(np.stack([obs["observation"]] * 2), np.stack([obs["action_mask"]] * 2).astype(bool))
 
 
 @pytest.mark.parametrize(
