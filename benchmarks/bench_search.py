@@ -19,45 +19,60 @@ import numpy as np  # noqa: E402
 
 from block_env import Rules, raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
+from block_env.options import ENCODINGS  # noqa: E402
 
 PRESETS = ["standard", "standard_3p", "standard_4p", "partnership"]
 
 
 def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
-    """Observations of real decisions (two or more legal moves) from random games."""
+    """Every decision of the first seat in random games, in order, each in every encoding and
+    marked ``choice`` when it had two or more legal moves, up to ``count`` such decisions: an
+    agent that keeps a record of its seat's round (a search with ``belief=prior``) sees each
+    of its views in turn."""
     env = raw_env(rules)
     rng = np.random.default_rng(seed)
     out: list[dict] = []
-    episode = 0
-    while len(out) < count:
+    episode = choices = 0
+    while choices < count:
         env.reset(seed=episode)
         episode += 1
-        while not all(env.terminations.values()):
-            obs = env.observe(env.agent_selection)
-            legal = np.flatnonzero(obs["action_mask"])
-            if len(legal) > 1:
-                out.append(obs)
+        while not all(env.terminations.values()) and choices < count:
+            agent = env.agent_selection
+            legal = np.flatnonzero(env.observe(agent)["action_mask"])
+            if agent == env.possible_agents[0]:
+                choices += len(legal) > 1
+                out.append({"choice": len(legal) > 1, **{e: env.observe(agent, e) for e in ENCODINGS}})
             env.step(int(rng.choice(legal)))
-    return out[:count]
+    return out
 
 
 def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[float, float | None]:
-    """(one by one, in one batch or None): seconds per decision after a warm-up call (the
-    batched search and the policies compile or allocate on first use)."""
+    """(one by one, in one batch or None): seconds per decision with two or more legal moves,
+    after a warm-up call (the batched search and the policies compile or allocate on first
+    use); each agent reads its own encoding. Agents that decide one game at a time (a belief
+    search) have no batch figure."""
     agent = make_agent(spec, rules, seed=0)
-    agent.act(obs[0])
-    start = time.perf_counter()
-    for o in obs:
+    mine = [o[agent.observation] for o in obs]
+    agent.act(mine[0])
+    agent.reset(seed=0)
+    spent = 0.0
+    for o, position in zip(mine, obs):
+        start = time.perf_counter()
         agent.act(o)
-    single = (time.perf_counter() - start) / len(obs)
+        spent += (time.perf_counter() - start) if position["choice"] else 0.0
+    chosen = [o for o, position in zip(mine, obs) if position["choice"]]
+    single = spent / len(chosen)
     if not hasattr(agent, "act_batch"):
         return single, None
-    observations = np.stack([o["observation"] for o in obs])
-    masks = np.stack([o["action_mask"].astype(bool) for o in obs])
-    agent.act_batch(observations[:2], masks[:2])
+    observations = np.stack([o["observation"] for o in chosen])
+    masks = np.stack([o["action_mask"].astype(bool) for o in chosen])
+    try:
+        agent.act_batch(observations[:2], masks[:2])
+    except ValueError:  # it keeps one game's record
+        return single, None
     start = time.perf_counter()
     agent.act_batch(observations, masks)
-    return single, (time.perf_counter() - start) / len(obs)
+    return single, (time.perf_counter() - start) / len(chosen)
 
 
 def main() -> None:
