@@ -248,7 +248,7 @@ class PolicyAgent(Agent):
         >>> from block_env.agents import make_agent
         >>> env = raw_env("standard")
         >>> env.reset(seed=0)
-        >>> agent = make_agent("pretrained:standard", env.rules, seed=0)  # a PolicyAgent
+        >>> agent = make_agent("pretrained:standard_vector", env.rules, seed=0)  # a PolicyAgent
         >>> env.observe(env.agent_selection)["action_mask"][agent.act(env.observe(env.agent_selection))]
         np.int8(1)
     """
@@ -266,13 +266,13 @@ class PolicyAgent(Agent):
         if path is None:
             raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
         metadata = load_agent_metadata(path)
-        observation = metadata["observation"] if observation is None else observation
-        super().__init__(rules, seed, observation)
+        reads: str = metadata["observation"] if observation is None else observation
+        super().__init__(rules, seed, reads)
         trained = Rules.from_dict(metadata["rules"])
-        if trained != self.rules or metadata["observation"] != observation:
+        if trained != self.rules or metadata["observation"] != reads:
             raise ValueError(
                 f"{path} was trained for {trained} with the {metadata['observation']!r} encoding; "
-                f"it cannot play {self.rules} with {observation!r}"
+                f"it cannot play {self.rules} with {reads!r}"
             )
         self.policy, self._actor, self._critic = _loaded_policy(*_folder_version(Path(path)))
         self.value_scale: float | None = metadata.get("value_scale")
@@ -282,7 +282,14 @@ class PolicyAgent(Agent):
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action logits for (k, size) observations: its actor's layers in numpy
         (the same float32 arithmetic as the torch module; without torch's per-call overhead one
-        decision takes about 10 us instead of about 100 us, which the arena and play pay per move)."""
+        decision takes about 10 us instead of about 100 us, which the arena and play pay per move).
+        ValueError when the observations are not in the encoding it reads."""
+        size = self._actor[0][0].shape[0]
+        if np.shape(observations)[-1] != size:
+            raise ValueError(
+                f"{self.name} reads the {self.observation!r} encoding ({size} values), got observations of "
+                f"{np.shape(observations)[-1]}: observe it with env.observe(agent, {self.observation!r})"
+            )
         return _forward(self._actor, observations)
 
     def values(self, observations: np.ndarray) -> np.ndarray:

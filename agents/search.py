@@ -57,7 +57,7 @@ class SearchAgent(Agent):
     the prior's move unless the search's best move beats it on the same sampled worlds by
     more than ``confidence`` standard errors.
 
-    Guided by a trained agent (``prior=pretrained:standard``), the search can also play its
+    Guided by a trained agent (``prior=pretrained:standard_vector``), the search can also play its
     worlds out with that agent's network (``playout=policy``: every seat's moves drawn from
     its distribution) and stop at a value estimate (``leaf=value``: play on until this seat
     is to move again, then read the network's value head), instead of scripted playouts to
@@ -92,7 +92,7 @@ class SearchAgent(Agent):
         >>> action = agent.act(env.observe(env.agent_selection))
         >>> env.observe(env.agent_selection)["action_mask"][action]
         np.int8(1)
-        >>> guided = SearchAgent(env.rules, seed=0, worlds=8, prior="pretrained:standard", playout="policy")
+        >>> guided = SearchAgent(env.rules, seed=0, worlds=8, prior="pretrained:standard_vector", playout="policy")
         >>> env.observe(env.agent_selection)["action_mask"][guided.act(env.observe(env.agent_selection))]
         np.int8(1)
     """
@@ -172,9 +172,14 @@ class SearchAgent(Agent):
             raise ValueError(
                 f"a search guided by a trained prior reads the 'vector' encoding, got {self.observation!r}"
             )
-        agent = make_agent(spec, self.rules, seed, "vector")
+        agent = make_agent(spec, self.rules, seed)
         if not isinstance(agent, PolicyAgent):
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
+        if agent.observation != "vector":  # sampled worlds have no move record to track
+            raise ValueError(
+                f"search prior {spec!r} reads the {agent.observation!r} encoding; a search's prior reads 'vector' "
+                "(pretrained:standard_vector, for instance)"
+            )
         return agent
 
     def reset(self, seed: int | None = None) -> None:

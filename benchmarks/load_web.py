@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-OPPONENTS = ["random", "greedy", "pretrained:standard", "search"]
+OPPONENTS = ["random", "greedy", "pretrained:standard_vector", "search"]
 
 
 def free_port() -> int:

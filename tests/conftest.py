@@ -60,7 +60,7 @@ def agent_plays_legal_round(agent, rules: Rules | str, seed: int) -> None:
     env = raw_env(rules)
     env.reset(seed=seed)
     while not all(env.terminations.values()):
-        obs = env.observe(env.agent_selection)
+        obs = env.observe(env.agent_selection, agent.observation)  # the encoding it reads
         action = agent.act(obs)
         assert obs["action_mask"][action]
         env.step(action)
@@ -135,10 +135,11 @@ def assert_same_decisions_under_redeals(spec: str, rules: Rules, seeds: int = 12
         other.reset(seed=seed, options={"hands": hands, "leader": leader})
         for _, action in round_of(env).moves:
             other.step(action)
-        a = env.observe(env.agent_selection)
-        b = other.observe(other.agent_selection)
+        first, second = make_agent(spec, rules, seed=11), make_agent(spec, rules, seed=11)
+        a = env.observe(env.agent_selection, first.observation)  # the encoding it reads
+        b = other.observe(other.agent_selection, first.observation)
         assert np.array_equal(a["observation"], b["observation"])
-        assert make_agent(spec, rules, seed=11).act(a) == make_agent(spec, rules, seed=11).act(b)
+        assert first.act(a) == second.act(b)
         checked += 1
     assert checked >= 5
 

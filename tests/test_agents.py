@@ -46,7 +46,7 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
     + [(f"pretrained:{preset}", preset) for preset in ["standard", "standard_3p", "partnership"]]
     # and the searches they guide
     + [
-        ("search:worlds=4,prior=pretrained:standard,playout=policy,leaf=value", "standard"),
+        ("search:worlds=4,prior=pretrained:standard_vector,playout=policy,leaf=value", "standard"),
         ("search:worlds=4,prior=pretrained:partnership,playout=policy", "partnership"),
     ],
 )
@@ -144,20 +144,22 @@ def test_search_agent_validates_its_options():
     with pytest.raises(ValueError, match="unknown pretrained agent 'nope'"):
         make_agent("search:prior=pretrained:nope", Rules())
     with pytest.raises(ValueError, match="runs on the batched engine"):
-        make_agent("search:prior=pretrained:standard,engine=scalar", Rules())
+        make_agent("search:prior=pretrained:standard_vector,engine=scalar", Rules())
     with pytest.raises(ValueError, match="no value_scale"):  # its agent.json names no value head units
         make_agent("search:prior=pretrained:standard_3p,leaf=value", "standard_3p")
     with pytest.raises(ValueError, match="cannot play"):
-        make_agent("search:prior=pretrained:standard", "standard_3p")
+        make_agent("search:prior=pretrained:standard_vector", "standard_3p")
     with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
         make_agent("greedy:depth=3", Rules())
+    with pytest.raises(ValueError, match="reads the 'tracked' encoding; a search's prior reads 'vector'"):
+        make_agent("search:prior=pretrained:standard", Rules())
     with pytest.raises(ValueError, match="belief must be one of"):
         make_agent("search:belief=yes", Rules())
     with pytest.raises(ValueError, match="belief='prior' read a trained prior's network"):
         make_agent("search:belief=prior", Rules())
     with pytest.raises(ValueError, match="needs two players, got 3"):
         make_agent("search:prior=pretrained:standard_3p,belief=prior", "standard_3p")
-    believer = make_agent("search:worlds=4,prior=pretrained:standard,belief=prior", Rules())
+    believer = make_agent("search:worlds=4,prior=pretrained:standard_vector,belief=prior", Rules())
     env = raw_env(Rules())
     env.reset(seed=0)
     obs = env.observe(env.agent_selection)
@@ -250,11 +252,11 @@ def test_batched_baselines_choose_as_they_do_one_by_one(preset):
 
 
 GUIDED = [
-    "search:worlds=6,prior=pretrained:standard",
-    "search:worlds=6,prior=pretrained:standard,playout=policy",
-    "search:worlds=6,prior=pretrained:standard,leaf=value",
-    "search:worlds=6,prior=pretrained:standard,playout=policy,leaf=value",
-    "search:worlds=6,prior=pretrained:standard,playout=policy,belief=prior",
+    "search:worlds=6,prior=pretrained:standard_vector",
+    "search:worlds=6,prior=pretrained:standard_vector,playout=policy",
+    "search:worlds=6,prior=pretrained:standard_vector,leaf=value",
+    "search:worlds=6,prior=pretrained:standard_vector,playout=policy,leaf=value",
+    "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior",
 ]
 
 
@@ -317,7 +319,7 @@ def test_a_sampled_world_is_observed_exactly_as_the_real_position():
 
     rules = Rules()
     encode = batch_encoder(rules, "vector")
-    search = make_agent("search:worlds=5,prior=pretrained:standard,playout=policy", rules, seed=0)
+    search = make_agent("search:worlds=5,prior=pretrained:standard_vector,playout=policy", rules, seed=0)
     positions = _positions(rules, 4)
     views = [search.view(obs) for obs in positions]
     worlds = [search.sample_worlds(k) for k in views]
@@ -390,8 +392,8 @@ def test_search_moves_reports_every_legal_moves_value_in_every_world():
         assert s.choice == s.legal[int(np.argmax(s.means))]
         np.testing.assert_allclose(s.means, s.values.mean(axis=1))
     # an infinitely cautious search never leaves its prior's move
-    stubborn = make_agent("search:worlds=6,prior=pretrained:standard,confidence=1e9", rules, seed=2)
-    prior = make_agent("pretrained:standard", rules)
+    stubborn = make_agent("search:worlds=6,prior=pretrained:standard_vector,confidence=1e9", rules, seed=2)
+    prior = make_agent("pretrained:standard_vector", rules)
     assert [s.choice for s in stubborn.search_moves(observations, masks)] == [prior.act(o) for o in positions]
     assert make_agent("search", rules).search_moves(observations[:0], masks[:0]) == []
     with pytest.raises(ValueError, match="batched engine"):
@@ -422,7 +424,7 @@ def test_policy_values_are_the_torch_value_head_in_points():
     import torch
 
     rules = Rules()
-    agent = make_agent("pretrained:standard", rules)
+    agent = make_agent("pretrained:standard_vector", rules)
     env = raw_env(rules)
     env.reset(seed=2)
     obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
@@ -495,12 +497,14 @@ def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_oppone
     from block_env.observations import batch_encoder
 
     rules = Rules()
-    model = make_agent("pretrained:standard", rules)
+    model = make_agent("pretrained:standard_vector", rules)
     checked = 0
     for seed in range(6):
         env = raw_env(rules)
         env.reset(seed=seed)
-        believer = make_agent("search:worlds=4,playout=greedy,prior=pretrained:standard,belief=prior", rules, seed=1)
+        believer = make_agent(
+            "search:worlds=4,playout=greedy,prior=pretrained:standard_vector,belief=prior", rules, seed=1
+        )
         opponent = _Recording(make_agent("strategic", rules, seed=2))
         seats = [believer, opponent] if seed % 2 else [opponent, believer]
         me = seats.index(believer)

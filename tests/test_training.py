@@ -500,15 +500,15 @@ def test_exploit_can_start_the_best_response_from_a_trained_agent(tmp_path):
     """--init-from (and --env-processes: the games in two processes, the update on every core)."""
     out = tmp_path / "exploit"
     args = ["exploit", "--agent", "greedy", "--steps", "512", "--deals", "10", "--workers", "1", "--env-processes", "2"]
-    assert main([*args, "--init-from", "pretrained:standard", "--out", str(out), "--quiet"]) == 0
-    assert json.loads((out / "exploit.json").read_text())["init_from"] == "pretrained:standard"
+    assert main([*args, "--init-from", "pretrained:standard_vector", "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "exploit.json").read_text())["init_from"] == "pretrained:standard_vector"
     config = yaml.safe_load((out / "config.yaml").read_text())
     assert config["env_processes"] == 2 and config["update_threads"] == 0
     rules = Rules()
     env = raw_env(rules)
     env.reset(seed=5)
     obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
-    start, source = make_agent(f"policy:{out / 'step_0'}", rules), make_agent("pretrained:standard", rules)
+    start, source = make_agent(f"policy:{out / 'step_0'}", rules), make_agent("pretrained:standard_vector", rules)
     np.testing.assert_array_equal(start.logits(obs), source.logits(obs))
 
 
@@ -591,7 +591,7 @@ def test_teacher_games_seat_one_teacher_per_seat_reading_its_own_encoding_in_man
     from block_env.observations import read_public_view
     from block_env.training.train import collect_teacher_decisions
 
-    teacher = "search:worlds=2,playout=greedy,prior=pretrained:standard,belief=prior"
+    teacher = "search:worlds=2,playout=greedy,prior=pretrained:standard_vector,belief=prior"
     values = yaml.safe_load(TINY.read_text()) | {"observation": "tracked"}
     for workers in (1, 2):
         values["pretrain"] = {"teacher": teacher, "decisions": 30, "workers": workers}
@@ -725,7 +725,7 @@ def test_searched_decisions_are_the_searchs_values_of_every_legal_move_and_seede
     from block_env.training.expert import move_value_targets, search_decisions
 
     config = expert_config("standard")
-    student = ROOT / "agents" / "pretrained" / "standard"
+    student = ROOT / "agents" / "pretrained" / "standard_vector"
     data = search_decisions(str(student), config.resolved_rules(), config.expert, 40, seed=5)
     masks, values = data["masks"], data["values"]
     assert data["observations"].shape == (40, layout_for(config.resolved_rules(), "vector").size)
