@@ -93,10 +93,6 @@ class RoundRecord:
         mine_tile = 0 if mine == self.rules.tile_set.pass_action else 1 << (mine >> 1)
         return (before.played | mine_tile) & ~view.played == 0 and view.played != 0
 
-    def opponent_tiles(self) -> int:
-        """The tiles the opponent placed this round (a bitmask)."""
-        return sum(1 << t.tile for t in self.turns if t.tile is not None)
-
 
 def move_log_likelihoods(
     rules: Rules,
