@@ -75,8 +75,7 @@ class RoundRecord:
             return
         before, mine = self._last
         after_mine = before.ends if mine == ts.pass_action else ends_after(ts, before.ends, mine)
-        mine_tile = 0 if mine == ts.pass_action else 1 << (mine >> 1)
-        new = view.played & ~before.played & ~mine_tile
+        new = view.played & ~before.played & ~self._placed_by_me()
         if not new:
             self.turns.append(OpponentTurn(before, mine, (ts.pass_action,), None, before.hand))
             return
@@ -88,10 +87,15 @@ class RoundRecord:
         """This seat chose ``action`` at ``view``."""
         self._last = (view, action)
 
+    def _placed_by_me(self) -> int:
+        """The tile this seat placed with its last move (a bitmask; 0 for a pass)."""
+        assert self._last is not None
+        mine = self._last[1]
+        return 0 if mine == self.rules.tile_set.pass_action else 1 << (mine >> 1)
+
     def _continues(self, view: PublicView) -> bool:
-        before, mine = self._last  # type: ignore[misc]
-        mine_tile = 0 if mine == self.rules.tile_set.pass_action else 1 << (mine >> 1)
-        return (before.played | mine_tile) & ~view.played == 0 and view.played != 0
+        assert self._last is not None
+        return (self._last[0].played | self._placed_by_me()) & ~view.played == 0 and view.played != 0
 
 
 def move_log_likelihoods(

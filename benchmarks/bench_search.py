@@ -38,7 +38,7 @@ def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
         episode += 1
         while not all(env.terminations.values()) and choices < count:
             agent = env.agent_selection
-            legal = np.flatnonzero(env.observe(agent)["action_mask"])
+            legal = env.legal_actions()
             if agent == env.possible_agents[0]:
                 choices += len(legal) > 1
                 out.append({"choice": len(legal) > 1, **{e: env.observe(agent, e) for e in ENCODINGS}})

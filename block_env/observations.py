@@ -177,8 +177,8 @@ def vector_layout(rules: Rules) -> Layout:
     )
 
 
-#: The "tracked" encoding's pieces beyond the vector's: who placed which tile, facing what.
 def _tracking_pieces(rules: Rules) -> tuple[Piece, ...]:
+    """The "tracked" encoding's pieces beyond the vector's: who placed which tile, facing what."""
     t = rules.tile_set.num_tiles
     s = rules.tile_set.num_suits
     n = rules.num_players
