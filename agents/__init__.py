@@ -104,8 +104,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str | None = None) -> Agent:
     """Build an agent from a spec string (see the module docstring). ``observation``: the
-    encoding it reads; by default a trained agent's own (its agent.json's), "vector" for
-    the others.
+    encoding it reads; by default a trained agent's own (its agent.json's), "history" for a
+    search with ``belief=prior`` (it reads the round's moves), "vector" for the others.
 
     Examples:
         >>> from block_env import raw_env
@@ -124,7 +124,9 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         return PolicyAgent(rules, seed, observation, **kwargs)
     agent_class = _openspiel_agent_class() if name == OPENSPIEL else AGENTS[name]
     try:
-        return agent_class(rules, seed, observation or "vector", **kwargs)
+        if observation is None:  # each agent reads its own default encoding
+            return agent_class(rules, seed, **kwargs)
+        return agent_class(rules, seed, observation, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
 
@@ -143,7 +145,7 @@ def _openspiel_agent_class() -> type[Agent]:
 class AgentFactory:
     """Builds agents from spec strings for one rules set: the ``opponent_factory`` the
     Gymnasium views take (picklable, for subprocess envs). Each agent reads its own encoding
-    (a trained agent its agent.json's, the others "vector", or ``observation`` when given);
+    (its default, as :func:`make_agent` builds it, or ``observation`` when given);
     the envs observe for each opponent in the encoding it reads.
 
     Examples:

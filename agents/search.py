@@ -9,11 +9,11 @@ import numpy as np
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.policy import PolicyAgent
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
-from block_env.agents.search_belief import RoundRecord, move_log_likelihoods
+from block_env.agents.search_belief import move_log_likelihoods
 from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, sample_hidden_hands
 from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
-from block_env.observations import batch_encoder
+from block_env.observations import batch_encoder, read_moves
 from block_env.rules import Rules
 from block_env.tiles import ends_after
 
@@ -22,7 +22,7 @@ PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 PRIORS = ("strategic", "none")
 LEAVES = ("end", "value")
 ENGINES = ("batched", "scalar")
-#: "prior": weight the sampled deals by how likely the trained prior makes the opponent's moves.
+#: "prior": weight the sampled deals by how likely the trained prior makes the other seats' moves.
 BELIEFS = ("none", "prior")
 #: With a belief, deals sampled per world kept (the worlds are drawn from them by weight).
 BELIEF_CANDIDATES = 4
@@ -70,16 +70,17 @@ class SearchAgent(Agent):
             "random"; or "policy" (the prior's network; needs a trained prior).
         epsilon: probability of a random move inside greedy and heuristic playouts.
         prior: "strategic" (default), "none", or a trained agent's spec (``pretrained:NAME``
-            or ``policy:PATH``, reading the "vector" encoding).
+            or ``policy:PATH``, reading the "vector" encoding: the search writes it for the
+            prior whatever encoding the search itself reads).
         leaf: "end" (default: play each world to the round's end) or "value" (the prior's
             value head once this seat is to move again; needs a trained prior whose
             agent.json has a ``value_scale``).
         confidence: standard errors the search's best move must win by to override the prior.
         belief: "none" (default: every deal that respects the public record is as likely) or
-            "prior" (two players, a trained prior): sample ``4 * worlds`` deals and draw the
-            worlds among them by the likelihood of the opponent's moves this round under the
-            prior's policy (what the opponent's choices say about its hand). The seat keeps
-            its own record of the round, so it decides one game at a time (``act``).
+            "prior" (a trained prior): sample ``4 * worlds`` deals and draw the worlds among
+            them by the likelihood of the other seats' moves this round under the prior's
+            policy (what their choices say about their hands). It reads the round's moves
+            from the "history" encoding, its default encoding then.
         engine: "batched" (default: every world and move played out at once on the batched
             engine) or "scalar" (one by one on the scalar engine: the reference it was
             measured against; scripted playouts only).
@@ -103,7 +104,7 @@ class SearchAgent(Agent):
         self,
         rules: Rules,
         seed: int | None = None,
-        observation: str = "vector",
+        observation: str | None = None,
         worlds: int = 96,
         playout: str = "heuristic",
         epsilon: float = 0.15,
@@ -113,7 +114,11 @@ class SearchAgent(Agent):
         engine: str = "batched",
         belief: str = "none",
     ) -> None:
-        super().__init__(rules, seed, observation)
+        if belief == "prior" and observation not in (None, "history"):
+            raise ValueError(
+                f"a search with belief='prior' reads the round's moves from the 'history' encoding, got {observation!r}"
+            )
+        super().__init__(rules, seed, observation or ("history" if belief == "prior" else "vector"))
         if not isinstance(worlds, int) or worlds < 1:
             raise ValueError(f"search worlds must be a positive int, got {worlds!r}")
         if playout not in PLAYOUTS:
@@ -137,13 +142,13 @@ class SearchAgent(Agent):
                 f"search playout='policy', leaf='value' and belief='prior' read a trained prior's network "
                 f"(prior=pretrained:NAME or policy:PATH), got prior={prior!r}"
             )
-        self._record = RoundRecord(self.rules) if belief == "prior" else None
+        self.belief = belief
         if self.guide is not None and engine != "batched":
             raise ValueError("a search guided by a trained prior runs on the batched engine (engine='batched')")
         if leaf == "value" and self.guide is not None:
             self.guide.checked_value_scale()
         self.prior: StrategicAgent | PolicyAgent | None = (
-            StrategicAgent(self.rules, seed, observation) if prior == "strategic" else self.guide
+            StrategicAgent(self.rules, seed, self.observation) if prior == "strategic" else self.guide
         )
         self.leaf = leaf
         self.confidence = float(confidence)
@@ -168,10 +173,6 @@ class SearchAgent(Agent):
         """The trained agent a guided search reads (its moves, network and value head)."""
         from block_env.agents import make_agent  # the spec parser lives in the package above
 
-        if self.observation != "vector":  # checked first: no agent folder is loaded for nothing
-            raise ValueError(
-                f"a search guided by a trained prior reads the 'vector' encoding, got {self.observation!r}"
-            )
         agent = make_agent(spec, self.rules, seed)
         if not isinstance(agent, PolicyAgent):
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
@@ -182,42 +183,23 @@ class SearchAgent(Agent):
             )
         return agent
 
-    def reset(self, seed: int | None = None) -> None:
-        super().reset(seed)
-        if self._record is not None:
-            self._record.reset()
-
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)  # refuses an all-zero mask
-        if self._record is not None:
-            k = self.view(obs)
-            self._record.observe(k)
-            action = int(
-                self._act_rows(np.asarray(obs["observation"])[None], np.asarray(obs["action_mask"], bool)[None])[0]
-            )
-            self._record.played(k, action)
-            return action
         if self.engine == "batched":  # one game of the batched path: the same draws in the same order
             masks = np.asarray(obs["action_mask"], dtype=bool)[None]
             return int(self.act_batch(np.asarray(obs["observation"])[None], masks)[0])
         if len(legal) == 1:
             return legal[0]
         k = self.view(obs)
-        values = self._scalar_values(k, legal, self.sample_worlds(k))
-        return legal[self._decide(values, self._prior_move(obs, k, legal))]
+        worlds = self.sample_worlds(k)
+        values = self._scalar_values(k, legal, worlds)
+        return legal[self._decide(values, self._prior_move(obs, k, legal, worlds[0]))]
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """A move for each of many games (rows of observations and masks), their searches'
         worlds and moves all played out in one batch: what a vector env's opponent calls.
         Each game's sampled worlds and choice are those ``act`` would make for it alone, up
         to the playouts' random moves, which share one stream across the batch."""
-        if self._record is not None:
-            raise ValueError(
-                "a search with belief='prior' keeps one game's record: it decides with act, one game at a time"
-            )
-        return self._act_rows(observations, masks)
-
-    def _act_rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
         if not masks.any(axis=1).all():
             raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
@@ -236,8 +218,6 @@ class SearchAgent(Agent):
         if self.engine != "batched":
             raise ValueError("search_moves runs on the batched engine (engine='batched')")
         masks = np.asarray(masks, dtype=bool)
-        if self._record is not None and len(masks) > 1:
-            raise ValueError("a search with belief='prior' keeps one game's record: it searches one position at a time")
         if not len(masks):
             return []
         obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
@@ -245,19 +225,40 @@ class SearchAgent(Agent):
         legal = [legal_actions(o) for o in obs]  # refuses an all-zero mask
         # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
         # so moves are compared on the same deals).
-        values = self._batched_values(views, legal, [self._worlds(k) for k in views])
+        worlds = [self._worlds(k, o) for k, o in zip(views, obs)]
+        values = self._batched_values(views, legal, worlds)
         return [
             SearchedMoves(
-                legal[g], np.array(values[g]), legal[g][self._decide(values[g], self._prior_move(o, k, legal[g]))]
+                legal[g],
+                np.array(values[g]),
+                legal[g][self._decide(values[g], self._prior_move(o, k, legal[g], worlds[g][0]))],
             )
             for g, (o, k) in enumerate(zip(obs, views))
         ]
 
-    def _prior_move(self, obs: Observation, k: PublicView, legal: list[int]) -> int | None:
-        """The index in ``legal`` of the prior's move (None without a prior)."""
+    def _prior_move(self, obs: Observation, k: PublicView, legal: list[int], world: np.ndarray) -> int | None:
+        """The index in ``legal`` of the prior's move (None without a prior). A trained prior
+        that reads another encoding than the search sees the position written in its own,
+        laid out on ``world`` (one sampled deal: that encoding shows only this seat's hand and
+        the public record, the same in every deal)."""
         if self.prior is None:
             return None
         if isinstance(self.prior, PolicyAgent):
+            if self.prior.observation != self.observation:
+                assert self._encode is not None
+                games = self._batch(1)
+                games.set_positions(
+                    world[None],
+                    ends=k.ends,
+                    played=np.array([k.played >> i & 1 for i in range(world.shape[1])], dtype=bool),
+                    current=0,
+                    leader=k.leader,
+                    passes=k.passes,
+                    voids=np.array(k.voids),
+                    opening=k.opening,
+                    scores=np.array(k.scores),
+                )
+                obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
             return legal.index(self.prior.act(obs))
         scores = [self.prior.score(k, a) for a in legal]
         return scores.index(max(scores))
@@ -296,6 +297,7 @@ class SearchAgent(Agent):
             passes=per_game([k.passes for k in views]),
             voids=per_game([k.voids for k in views]),
             opening=per_game([-1 if k.opening is None else k.opening for k in views]),
+            scores=per_game([k.scores for k in views]),  # what a guided playout's network reads
         )
         moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
         first = games.step(moves, check=False)
@@ -361,13 +363,14 @@ class SearchAgent(Agent):
                 values[j][w] = rnd.result.side_values("zero_sum")[0]  # my side is side 0
         return values
 
-    def _worlds(self, k: PublicView) -> np.ndarray:
+    def _worlds(self, k: PublicView, obs: Observation) -> np.ndarray:
         """The deals a decision is searched on: sampled, or with a belief drawn by weight."""
-        if self._record is None:
+        if self.belief == "none":
             return self.sample_worlds(k)
         assert self.guide is not None and self._encode is not None
         candidates = self.sample_worlds(k, BELIEF_CANDIDATES * self.worlds)
-        log_weights = move_log_likelihoods(self.rules, candidates, self._record, self.guide, self._encode)
+        moves = read_moves(obs, self.rules)
+        log_weights = move_log_likelihoods(self.rules, candidates, moves, self.guide, self._encode)
         weights = np.exp(log_weights - log_weights.max())
         draw = np.random.default_rng(self.rng.getrandbits(63))
         return candidates[draw.choice(len(candidates), size=self.worlds, p=weights / weights.sum())]

@@ -26,9 +26,7 @@ PRESETS = ["standard", "standard_3p", "standard_4p", "partnership"]
 
 def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
     """Every decision of the first seat in random games, in order, each in every encoding and
-    marked ``choice`` when it had two or more legal moves, up to ``count`` such decisions: an
-    agent that keeps a record of its seat's round (a search with ``belief=prior``) sees each
-    of its views in turn."""
+    marked ``choice`` when it had two or more legal moves, up to ``count`` such decisions."""
     env = raw_env(rules)
     rng = np.random.default_rng(seed)
     out: list[dict] = []
@@ -49,8 +47,7 @@ def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
 def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[float, float | None]:
     """(one by one, in one batch or None): seconds per decision with two or more legal moves,
     after a warm-up call (the batched search and the policies compile or allocate on first
-    use); each agent reads its own encoding. Agents that decide one game at a time (a belief
-    search) have no batch figure."""
+    use); each agent reads its own encoding. Agents without ``act_batch`` have no batch figure."""
     agent = make_agent(spec, rules, seed=0)
     mine = [o[agent.observation] for o in obs]
     agent.act(mine[0])
@@ -66,10 +63,7 @@ def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[floa
         return single, None
     observations = np.stack([o["observation"] for o in chosen])
     masks = np.stack([o["action_mask"].astype(bool) for o in chosen])
-    try:
-        agent.act_batch(observations[:2], masks[:2])
-    except ValueError:  # it keeps one game's record
-        return single, None
+    agent.act_batch(observations[:2], masks[:2])
     start = time.perf_counter()
     agent.act_batch(observations, masks)
     return single, (time.perf_counter() - start) / len(chosen)

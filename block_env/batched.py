@@ -404,13 +404,15 @@ class BatchedGames:
         passes: int | np.ndarray,
         voids: np.ndarray,
         opening: int | np.ndarray | None = None,
+        scores: np.ndarray | None = None,
     ) -> None:
         """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
         per game; the public facts either shared by all games (``ends`` a pair or None,
         ``played`` (T,), ``current``, ``leader``, ``passes``, ``voids`` (P,), ``opening``: the tile
         the line opened with, which observations show) or one per game (``ends`` (N, 2) with -1
         for an empty line, ``played`` (N, T), ``current``/``leader``/``passes``/``opening`` (N,)
-        with -1 for no opening yet, ``voids`` (N, P)). Scores and move records start empty."""
+        with -1 for no opening yet, ``voids`` (N, P)); ``scores`` the match score per side ((S,)
+        or (N, S); zeros by default). Move records start empty."""
         t = self.tables
         owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
         for seat in range(t.num_players):
@@ -427,7 +429,7 @@ class BatchedGames:
         self.voids[:] = voids
         self.opening[:] = -1 if opening is None else opening
         self.num_moves[:] = 0
-        self.scores[:] = 0
+        self.scores[:] = 0 if scores is None else scores
         self.over[:] = False
         self.episode_over[:] = False
 

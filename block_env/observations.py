@@ -770,6 +770,23 @@ def decode_observation(
     return out
 
 
+def read_moves(obs: Any, rules: Rules | str | None = None) -> list[tuple[int, int]]:
+    """The round's moves so far, oldest first, as (relative seat, action id), read from a
+    "history" observation (the env's dict or its vector).
+
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> first = env.agent_selection
+        >>> env.step(int(env.observe(first)["action_mask"].argmax()))
+        >>> [seat for seat, action in read_moves(env.observe(env.agent_selection, "history"), "standard")]
+        [1]
+    """
+    rules = resolve_rules(rules)
+    return _decode_moves(rules, _checked_views(obs, history_layout(rules)))
+
+
 def _checked_views(vector: Any, layout: Layout) -> dict[str, np.ndarray]:
     """The layout's named views of ``vector`` (or of an observation dict's "observation"),
     each checked to hold values its piece can hold: ValueError names the first that does not."""

@@ -157,16 +157,11 @@ def test_search_agent_validates_its_options():
         make_agent("search:belief=yes", Rules())
     with pytest.raises(ValueError, match="belief='prior' read a trained prior's network"):
         make_agent("search:belief=prior", Rules())
-    with pytest.raises(ValueError, match="needs two players, got 3"):
-        make_agent("search:prior=pretrained:standard_3p,belief=prior", "standard_3p")
-    believer = make_agent("search:worlds=4,prior=pretrained:standard_vector,belief=prior", Rules())
-    env = raw_env(Rules())
-    env.reset(seed=0)
-    obs = env.observe(env.agent_selection)
-    with pytest.raises(ValueError, match="keeps one game's record: it decides with act"):
-        believer.act_batch(obs["observation"][None], obs["action_mask"][None].astype(bool))
-    with pytest.raises(ValueError, match="keeps one game's record: it searches one position at a time"):
-        believer.search_moves(np.stack([obs["observation"]] * 2), np.stack([obs["action_mask"]] * 2).astype(bool))
+    with pytest.raises(
+        ValueError, match="belief='prior' reads the round's moves from the 'history' encoding, got 'vector'"
+    ):
+        make_agent("search:prior=pretrained:standard_vector,belief=prior", Rules(), observation="vector")
+    assert make_agent("search:prior=pretrained:standard_vector,belief=prior", Rules()).observation == "history"
 
 
 @pytest.mark.parametrize(
@@ -252,18 +247,20 @@ def test_batched_baselines_choose_as_they_do_one_by_one(preset):
 
 
 GUIDED = [
-    "search:worlds=6,prior=pretrained:standard_vector",
-    "search:worlds=6,prior=pretrained:standard_vector,playout=policy",
-    "search:worlds=6,prior=pretrained:standard_vector,leaf=value",
-    "search:worlds=6,prior=pretrained:standard_vector,playout=policy,leaf=value",
-    "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior",
+    ("standard", "search:worlds=6,prior=pretrained:standard_vector"),
+    ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy"),
+    ("standard", "search:worlds=6,prior=pretrained:standard_vector,leaf=value"),
+    ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,leaf=value"),
+    ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior"),
+    ("partnership", "search:worlds=4,prior=pretrained:partnership,belief=prior,confidence=0"),
 ]
 
 
-@pytest.mark.parametrize("spec", GUIDED)
-def test_policy_guided_search_plays_legal_moves_and_is_seeded(spec):
-    """Whole rounds against itself: every move legal, and the same seed plays the same round."""
-    rules = Rules()
+@pytest.mark.parametrize("preset, spec", GUIDED)
+def test_policy_guided_search_plays_legal_moves_and_is_seeded(preset, spec):
+    """Whole rounds against itself, each seat observing in its own encoding: every move
+    legal, and the same seed plays the same round."""
+    rules = Rules.preset(preset)
 
     def round_moves(seed: int) -> list[int]:
         env = raw_env(rules)
@@ -271,8 +268,9 @@ def test_policy_guided_search_plays_legal_moves_and_is_seeded(spec):
         agents = [make_agent(spec, rules, seed=10 + s) for s in range(rules.num_players)]
         moves = []
         while not env.episode_over:
-            obs = env.observe(env.agent_selection)
-            action = agents[env.agent_name_mapping[env.agent_selection]].act(obs)
+            agent = agents[env.agent_name_mapping[env.agent_selection]]
+            obs = env.observe(env.agent_selection, agent.observation)
+            action = agent.act(obs)
             assert obs["action_mask"][action] == 1
             moves.append(action)
             env.step(action)
@@ -280,6 +278,26 @@ def test_policy_guided_search_plays_legal_moves_and_is_seeded(spec):
 
     for seed in range(2):
         assert round_moves(seed) == round_moves(seed)
+
+
+@pytest.mark.parametrize("encoding", ["history", "tracked"])
+def test_a_guided_search_reading_another_encoding_writes_its_priors_input_and_plays_the_same(encoding):
+    """A search that reads "history" or "tracked" hands its "vector" prior the position in
+    the prior's own encoding (match scores included): over a match, the same seed makes the
+    same moves as the search that reads "vector"."""
+    rules = Rules()
+    spec = "search:worlds=4,prior=pretrained:standard_vector,playout=policy"
+    env = raw_env(rules, episode="match")
+    env.reset(seed=3)
+    reading = {e: make_agent(spec, rules, seed=5, observation=e) for e in ("vector", encoding)}
+    decided, scored = 0, False
+    while not env.episode_over:
+        choices = {e: agent.act(env.observe(env.agent_selection, e)) for e, agent in reading.items()}
+        assert choices["vector"] == choices[encoding]
+        decided += 1
+        scored |= any(env.public_view(env.agent_selection).scores)
+        env.step(choices["vector"])
+    assert decided > 20 and scored
 
 
 def test_guided_search_plays_legal_moves_with_three_players():
@@ -438,6 +456,7 @@ class _Recording:
 
     def __init__(self, agent):
         self.agent, self.decisions = agent, []
+        self.observation = agent.observation
 
     def reset(self, seed=None):
         self.agent.reset(seed)
@@ -448,88 +467,84 @@ class _Recording:
         return action
 
 
-@pytest.mark.parametrize("preset, episode", [("standard", "round"), ("house", "match")])
-def test_a_belief_search_reads_every_opponent_move_from_its_own_views(preset, episode, tmp_path):
-    """The seat's record of the round holds the opponent's moves in order, each with the
-    action it took (a free opening included; under "heaviest" leads, not the opening), and
-    starts again with each round of a match."""
-    from block_env.agents.policy import build_policy, policy_shape, save_agent
+@pytest.mark.parametrize("preset, episode", [("standard", "round"), ("house", "match"), ("partnership", "round")])
+def test_a_seat_reads_the_rounds_moves_from_its_history_observation(preset, episode):
+    """At every decision, the moves a seat reads from its "history" observation are the
+    round's moves so far, in order, each seat relative to the reader; a new round of a match
+    starts an empty list."""
     from block_env.episodes import play_moves
+    from block_env.observations import read_moves
 
     rules = Rules.preset(preset)
-    arch = {"pi": [16], "vf": [16]}
-    prior = save_agent(
-        build_policy(policy_shape(rules, "vector", arch, "tanh")), tmp_path / "a", rules, "vector", arch, "tanh"
-    )
+    n = rules.num_players
     checked = 0
-    for seed in range(4):
+    for seed in range(3):
         env = raw_env(rules, episode=episode)
         env.reset(seed=seed)
-        believer = make_agent(f"search:worlds=4,playout=greedy,prior=policy:{prior},belief=prior", rules, seed=1)
-        opponent = _Recording(make_agent("greedy", rules, seed=2))
-        seats = [believer, opponent] if seed % 2 else [opponent, believer]
-        me = seats.index(believer)
+        seats = [_Recording(make_agent("greedy", rules, seed=s, observation="history")) for s in range(n)]
         moves = []  # the current round's moves, as (seat, action)
         for move in play_moves(env, seats):
-            if move.seat == me:
-                # The record was read at this decision: it holds the opponent's moves so far.
-                turns = believer._record.turns
-                theirs = [a for s, a in moves if s != me]
-                opening_free = rules.first_lead == "lot" and rules.next_lead != "heaviest"
-                if not opening_free and moves and moves[0][0] != me:
-                    theirs = theirs[1:]
-                assert len(turns) == len(theirs)
-                assert all(a in t.theirs for t, a in zip(turns, theirs))
-                checked += len(turns)
+            obs, action = seats[move.seat].decisions[-1]
+            assert action == move.action
+            assert read_moves(obs, rules) == [((s - move.seat) % n, a) for s, a in moves]
+            checked += len(moves)
             moves.append((move.seat, move.action))
             if move.round_over is not None:
                 moves = []
-    assert checked > 20
+    assert checked > 100
 
 
-def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_opponents_moves():
-    """In the real deal, the log-likelihood the search computes from its own record equals
-    the sum over the opponent's decisions of log((1 - FLOOR) p + FLOOR / legal moves), p the
-    prior's probability of the move, read from the opponent's real observations."""
+@pytest.mark.parametrize(
+    "preset, model_spec", [("standard", "pretrained:standard_vector"), ("partnership", "pretrained:partnership")]
+)
+def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_other_seats_moves(preset, model_spec):
+    """In the real deal, the log-likelihood a seat computes from its history observation
+    equals the sum over the other seats' placements (partner's included) of log((1 - FLOOR)
+    p + FLOOR / legal moves), p the model's probability of the move (or of the other side of
+    its tile when that gives the same line) read from the mover's real observations."""
     from conftest import round_of
 
     from block_env.agents.search_belief import FLOOR, move_log_likelihoods
-    from block_env.observations import batch_encoder
+    from block_env.observations import batch_encoder, decode_observation, read_moves
+    from block_env.tiles import ends_after
 
-    rules = Rules()
-    model = make_agent("pretrained:standard_vector", rules)
+    rules = Rules.preset(preset)
+    ts, n = rules.tile_set, rules.num_players
+    model = make_agent(model_spec, rules)
     checked = 0
-    for seed in range(6):
+    for seed in range(4):
         env = raw_env(rules)
         env.reset(seed=seed)
-        believer = make_agent(
-            "search:worlds=4,playout=greedy,prior=pretrained:standard_vector,belief=prior", rules, seed=1
-        )
-        opponent = _Recording(make_agent("strategic", rules, seed=2))
-        seats = [believer, opponent] if seed % 2 else [opponent, believer]
-        me = seats.index(believer)
-        last = None
+        seats = [_Recording(make_agent("strategic", rules, seed=s)) for s in range(n)]
+        me = seed % n
         while not env.episode_over:
             seat = env.agent_name_mapping[env.agent_selection]
-            obs = env.observe(env.agent_selection)
             if seat == me:
-                last = ([h for h in round_of(env).hands], len(opponent.decisions))
-            env.step(seats[seat].act(obs))
-        hands, count = last
-        turns = believer._record.turns  # as read at that decision, the seat's last
-        assert len(turns) == count
-        worlds = np.zeros((1, 2, rules.tile_set.num_tiles), dtype=bool)
-        for relative, seat in enumerate((me, 1 - me)):
-            worlds[0, relative, [i for i in range(rules.tile_set.num_tiles) if hands[seat] >> i & 1]] = True
-        got = move_log_likelihoods(rules, worlds, believer._record, model, batch_encoder(rules, "vector"))[0]
-        expected = 0.0
-        for turn, (opp_obs, action) in zip(turns, opponent.decisions[:count]):
-            assert action in turn.theirs
-            mask = opp_obs["action_mask"].astype(bool)
-            logits = np.where(mask, model.logits(opp_obs["observation"][None])[0], -np.inf)
-            probs = np.exp(logits - logits.max())
-            probs /= probs.sum()
-            expected += np.log((1 - FLOOR) * probs[list(turn.theirs)].sum() + FLOOR / mask.sum())
+                hands = list(round_of(env).hands)
+                counts = [len(seats[s].decisions) for s in range(n)]
+                history = env.observe(env.agent_selection, "history")
+            env.step(seats[seat].act(env.observe(env.agent_selection)))
+        worlds = np.zeros((1, n, ts.num_tiles), dtype=bool)
+        for relative in range(n):
+            worlds[0, relative, [i for i in range(ts.num_tiles) if hands[(me + relative) % n] >> i & 1]] = True
+        moves = read_moves(history, rules)
+        got = move_log_likelihoods(rules, worlds, moves, model, batch_encoder(rules, "vector"))[0]
+        expected, scored = 0.0, 0
+        for s in range(n):
+            for obs, action in seats[s].decisions[: counts[s]] if s != me else []:
+                if action == ts.pass_action:
+                    continue
+                mask = obs["action_mask"].astype(bool)
+                ends = decode_observation(obs, rules)["ends"]
+                same_line = [
+                    a for a in (action & ~1, action | 1) if ends_after(ts, ends, a) == ends_after(ts, ends, action)
+                ]
+                logits = np.where(mask, model.logits(obs["observation"][None])[0], -np.inf)
+                probs = np.exp(logits - logits.max())
+                probs /= probs.sum()
+                expected += np.log((1 - FLOOR) * probs[same_line].sum() + FLOOR / mask.sum())
+                scored += 1
+        assert scored == sum(s != 0 and a != ts.pass_action for s, a in moves)
         assert got == pytest.approx(expected, rel=1e-5, abs=1e-5)
-        checked += count
-    assert checked > 10
+        checked += scored
+    assert checked > 20

@@ -585,8 +585,7 @@ def test_an_asymmetric_critic_starts_as_the_source_value_head_when_the_units_agr
 
 
 def test_teacher_games_seat_one_teacher_per_seat_reading_its_own_encoding_in_many_processes():
-    """A belief search (which reads "vector" and keeps a record of its seat's round) teaches a
-    "tracked" learner: the decisions come in the learner's encoding, each action legal in its
+    """A belief search (which reads "history") teaches a "tracked" learner: the decisions come in the learner's encoding, each action legal in its
     mask, as many as asked, from one process or shared out among two."""
     from block_env.observations import read_public_view
     from block_env.training.train import collect_teacher_decisions
