@@ -47,7 +47,7 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
     # and the searches they guide
     + [
         ("search:worlds=4,prior=pretrained:standard_vector,playout=policy,leaf=value", "standard"),
-        ("search:worlds=4,prior=pretrained:partnership,playout=policy", "partnership"),
+        ("search:worlds=4,prior=pretrained:partnership_vector,playout=policy", "partnership"),
     ],
 )
 def test_seeded_agents_decide_the_same_under_permuted_hidden_tiles(spec, preset):
@@ -252,7 +252,7 @@ GUIDED = [
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,leaf=value"),
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,leaf=value"),
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior"),
-    ("partnership", "search:worlds=4,prior=pretrained:partnership,belief=prior,confidence=0"),
+    ("partnership", "search:worlds=4,prior=pretrained:partnership_vector,belief=prior,confidence=0"),
 ]
 
 
@@ -298,6 +298,24 @@ def test_a_guided_search_reading_another_encoding_writes_its_priors_input_and_pl
         scored |= any(env.public_view(env.agent_selection).scores)
         env.step(choices["vector"])
     assert decided > 20 and scored
+
+
+def test_a_belief_search_is_a_batched_opponent_of_the_vector_env():
+    """Each game's moves come from its own "history" observation, so one belief search decides
+    for every waiting game at once: partnership rounds of three games played to their ends,
+    every learner move legal, every opponent move accepted by the engine."""
+    from block_env.agents import make_vector_env
+
+    envs = make_vector_env(
+        3, "partnership", opponents=["search:worlds=4,prior=pretrained:partnership_vector,belief=prior"]
+    )
+    envs.reset(seed=0)
+    rounds = 0
+    for _ in range(40):
+        masks = envs.action_masks()
+        _, _, terminated, _, _ = envs.step(masks.argmax(axis=1))
+        rounds += int(terminated.sum())
+    assert rounds >= 3
 
 
 def test_guided_search_plays_legal_moves_with_three_players():
@@ -495,7 +513,7 @@ def test_a_seat_reads_the_rounds_moves_from_its_history_observation(preset, epis
 
 
 @pytest.mark.parametrize(
-    "preset, model_spec", [("standard", "pretrained:standard_vector"), ("partnership", "pretrained:partnership")]
+    "preset, model_spec", [("standard", "pretrained:standard_vector"), ("partnership", "pretrained:partnership_vector")]
 )
 def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_other_seats_moves(preset, model_spec):
     """In the real deal, the log-likelihood a seat computes from its history observation

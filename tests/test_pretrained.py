@@ -11,7 +11,9 @@ from block_env.rules import PRESETS, Rules
 
 
 def test_agents_ship_and_stay_small():
-    assert {"standard", "standard_vector", "standard_3p", "standard_4p", "partnership"} <= set(PRETRAINED)
+    assert {"standard", "standard_vector", "standard_3p", "standard_4p", "partnership", "partnership_vector"} <= set(
+        PRETRAINED
+    )
     total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
     assert total < 8 * 2**20, f"{total} bytes of pretrained agents"
 
