@@ -247,17 +247,7 @@ class SearchAgent(Agent):
             if self.prior.observation != self.observation:
                 assert self._encode is not None
                 games = self._batch(1)
-                games.set_positions(
-                    world[None],
-                    ends=k.ends,
-                    played=np.array([k.played >> i & 1 for i in range(world.shape[1])], dtype=bool),
-                    current=0,
-                    leader=k.leader,
-                    passes=k.passes,
-                    voids=np.array(k.voids),
-                    opening=k.opening,
-                    scores=np.array(k.scores),
-                )
+                self._lay_out(games, [k], world[None], [1])
                 obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
             return legal.index(self.prior.act(obs))
         scores = [self.prior.score(k, a) for a in legal]
@@ -281,24 +271,10 @@ class SearchAgent(Agent):
     ) -> list[list[list[float]]]:
         """Every (game, world, move) triple as one game of a batch: play the move, then every
         game to the round's end at once with the playout policy, in compiled code."""
-        num_tiles = self.rules.tile_set.num_tiles
         sizes = [len(w) * len(moves) for w, moves in zip(worlds, legal)]
         games = self._batch(sum(sizes))
-
-        def per_game(facts: list) -> np.ndarray:  # each decision's public facts, once per world and move
-            return np.repeat(np.array(facts), sizes, axis=0)
-
-        games.set_positions(
-            np.concatenate([np.repeat(w, len(moves), axis=0) for w, moves in zip(worlds, legal)]),
-            ends=per_game([(-1, -1) if k.ends is None else k.ends for k in views]),
-            played=per_game([[k.played >> i & 1 for i in range(num_tiles)] for k in views]).astype(bool),
-            current=0,
-            leader=per_game([k.leader for k in views]),
-            passes=per_game([k.passes for k in views]),
-            voids=per_game([k.voids for k in views]),
-            opening=per_game([-1 if k.opening is None else k.opening for k in views]),
-            scores=per_game([k.scores for k in views]),  # what a guided playout's network reads
-        )
+        hands = np.concatenate([np.repeat(w, len(moves), axis=0) for w, moves in zip(worlds, legal)])
+        self._lay_out(games, views, hands, sizes)
         moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
         first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
@@ -314,6 +290,26 @@ class SearchAgent(Agent):
             part.reshape(len(w), len(m)).T.tolist()
             for part, w, m in zip(np.split(value, np.cumsum(sizes)[:-1]), worlds, legal)
         ]
+
+    def _lay_out(self, games: BatchedGames, views: list[PublicView], hands: np.ndarray, sizes: list[int]) -> None:
+        """Lay out ``games`` (``hands``: (N, P, T) bool, this seat 0 and to move) at each view's
+        position, ``sizes[i]`` consecutive games per view."""
+        num_tiles = self.rules.tile_set.num_tiles
+
+        def per_game(facts: list) -> np.ndarray:  # each view's public facts, once per game of its block
+            return np.repeat(np.array(facts), sizes, axis=0)
+
+        games.set_positions(
+            hands,
+            ends=per_game([(-1, -1) if k.ends is None else k.ends for k in views]),
+            played=per_game([[k.played >> i & 1 for i in range(num_tiles)] for k in views]).astype(bool),
+            current=0,
+            leader=per_game([k.leader for k in views]),
+            passes=per_game([k.passes for k in views]),
+            voids=per_game([k.voids for k in views]),
+            opening=per_game([-1 if k.opening is None else k.opening for k in views]),
+            scores=per_game([k.scores for k in views]),  # what a guided network reads
+        )
 
     def _batch(self, size: int) -> BatchedGames:
         """A batch of ``size`` games, reused decision after decision (set_positions lays out
