@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import time
@@ -22,6 +23,61 @@ def round_of(env) -> Round:
     """The AEC env's current round as an engine Round, rebuilt from its public move record
     (what a test reads the engine's fields from, without reaching into the env)."""
     return replay_round(env.rules, env.current_round_record())[0]
+
+
+# -- no silent skips in CI -----------------------------------------------------------------------
+
+#: Skips that are expected even in CI, by test id (or a file's path, for every test in it), each
+#: with the reason it is expected. Every other skip fails the run where CI is set: a test that
+#: cannot run there (a missing package, browser or service) is a failure to fix, not to hide.
+EXPECTED_SKIPS: dict[str, str] = {}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def _expected(nodeid: str) -> bool:
+    return any(nodeid == key or nodeid.startswith(key + "::") for key in EXPECTED_SKIPS)
+
+
+def _fail_a_skip_in_ci(report) -> None:
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail") and not _expected(report.nodeid):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI (CI is set), which hides a test that should run: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_a_skip_in_ci(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield  # a module-level skip (pytest.skip, importorskip) skips the whole file
+    _fail_a_skip_in_ci(outcome.get_result())
+
+
+def _order_seed(config) -> str | None:
+    seed = getattr(config.option, "randomly_seed", None)
+    return None if seed is None else f"random test order: replay it with --randomly-seed={seed}"
+
+
+def pytest_sessionstart(session) -> None:
+    """Say the random order's seed (pytest-randomly shuffles the tests; -q hides its header)
+    first and again in the summary, so that an order-dependent failure can be replayed."""
+    line = _order_seed(session.config)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None and not hasattr(session.config, "workerinput"):
+        reporter.write_line(line)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    line = _order_seed(config)
+    if line:
+        terminalreporter.write_line(line)
 
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

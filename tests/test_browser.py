@@ -8,6 +8,7 @@ that a failure. BLOCK_ENV_SCREENSHOTS=DIR saves the play and replay pages there 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -19,15 +20,26 @@ from pathlib import Path
 import pytest
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-    if os.environ.get("BLOCK_ENV_REQUIRE_BROWSER") == "1":
-        raise RuntimeError(
-            "BLOCK_ENV_REQUIRE_BROWSER=1 but chromium/chromedriver are missing (apt-get install chromium chromium-driver)"
-        )
-    pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
 
-pytest.importorskip("selenium")
-uvicorn = pytest.importorskip("uvicorn")
+
+def missing() -> str | None:
+    """What the browser test lacks (the browser, or the packages that drive and serve it)."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        return "chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)"
+    for module, extra in (("selenium", "test"), ("uvicorn", "web")):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (the [{extra}] extra)"
+    return None
+
+
+# Every requirement is checked before any skip: with BLOCK_ENV_REQUIRE_BROWSER=1 (CI) a missing
+# one is an error, never a skip.
+if (lack := missing()) is not None:
+    if os.environ.get("BLOCK_ENV_REQUIRE_BROWSER") == "1":
+        raise RuntimeError(f"BLOCK_ENV_REQUIRE_BROWSER=1 but {lack}")
+    pytest.skip(lack, allow_module_level=True)
+
+import uvicorn  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
