@@ -11,11 +11,13 @@ Replaying checks every move against the engine, so a hand-edited file gets a cle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from block_env.aec import as_action, parse_reset_options
 from block_env.engine import Round, RoundResult
 from block_env.rules import Rules
+from block_env.tiles import LEFT_END, TileSet
 from block_env.validation import is_int
 
 
@@ -59,12 +61,21 @@ def replay_round(rules: Rules, record: object) -> tuple[Round, list[dict[str, An
     return rnd, frames
 
 
+def opening_index(tiles: TileSet, moves: Sequence[Sequence[int]]) -> int | None:
+    """Where the opening tile sits in the line (``Round.line()``, left to right): after every
+    tile placed on the left end since. None before the opening. What lets a page keep the
+    opening in place while the line grows at both ends."""
+    placed = [action for _, action in moves if action != tiles.pass_action]
+    return None if not placed else sum(1 for action in placed[1:] if action % 2 == LEFT_END)
+
+
 def position(rnd: Round) -> dict[str, Any]:
     """Everything on the table, every hand visible: one replay frame."""
     ts = rnd.tiles
     last = rnd.moves[-1] if rnd.moves else None
     return {
         "line": [list(t) for t in rnd.line()],
+        "opening": opening_index(ts, rnd.moves),
         "ends": None if rnd.ends is None else list(rnd.ends),
         "hands": [[list(t) for t in ts.tiles_of(h)] for h in rnd.hands],
         "current": None if rnd.is_over else rnd.current,

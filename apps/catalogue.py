@@ -1,0 +1,239 @@
+"""The opponents a person can pick in the browser app, by readable name, with the strength
+the arena measured for each (results/README.md): the one place these names and figures live.
+
+Every figure is a head-to-head margin as the arena publishes it: the agent's points minus
+the other agent's, per round at the same table, on duplicate deals, with its 95% interval
+(docs/results.md). Each keeps the text it has in its results file, and the file it is in, so a
+test can check the two agree. Rules without a measured figure list the scripted agents with
+their description only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from block_env.rules import PRESETS
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One published head-to-head figure: ``figure`` is its text in ``where`` (a margin
+    and its interval, "+0.83 (+0.69 .. +0.96)" or "1.3 ± 0.4"), ``against`` the other agent."""
+
+    figure: str
+    against: str
+    deals: int
+    where: str
+
+    @property
+    def margin(self) -> float:
+        """Points per round over ``against`` (the figure's leading number)."""
+        return float(self.figure.split()[0].replace("−", "-"))
+
+    def sentence(self, names: dict[str, str]) -> str:
+        """ "beats search by +0.83 points a round" (or "loses to ... by 1.29")."""
+        other = names.get(self.against, self.against)
+        if self.margin >= 0:
+            return f"beats {other} by +{self.margin:g} points a round"
+        return f"loses to {other} by {-self.margin:g} points a round"
+
+
+@dataclass(frozen=True)
+class Opponent:
+    """One agent a person may play against: its spec (what the server builds), a readable
+    name, a level word, what it does, and its measured figures (strongest claim first)."""
+
+    spec: str
+    name: str
+    level: str
+    description: str
+    measured: tuple[Measured, ...] = ()
+
+    def strength(self, names: dict[str, str]) -> str:
+        """The picker's line: "strong: beats search by +0.83 points a round"."""
+        if not self.measured:
+            return f"{self.level}: not measured on these rules"
+        return f"{self.level}: {self.measured[0].sentence(names)}"
+
+
+#: The scripted agents, weakest first (agents/scripted.py, agents/search.py).
+SCRIPTED = (
+    Opponent("random", "Random", "beginner", "plays any tile that fits"),
+    Opponent("greedy", "Greedy", "easy", "plays its heaviest tile that fits"),
+    Opponent(
+        "strategic",
+        "Strategic",
+        "medium",
+        "heavy tiles and doubles early, keeps tiles for the ends, reads the suits others passed on",
+    ),
+    Opponent("search", "Search", "strong", "tries every move on 96 guesses of the hidden hands, each played out"),
+)
+
+
+def _ladder(preset: str, deals: int, *figures: str, search_level: str = "strong") -> list[Opponent]:
+    """The scripted agents with the figures of ``bash scripts/ladder.sh`` for ``preset``
+    (results/ladder/PRESET/summary.md): random, greedy and strategic against the rung above,
+    search against strategic."""
+    where = f"results/ladder/{preset}/summary.md"
+    against = ("greedy", "strategic", "search", "strategic")
+    return [
+        Opponent(
+            o.spec,
+            o.name,
+            search_level if o.spec == "search" else o.level,
+            o.description,
+            (Measured(figure, other, deals, where),),
+        )
+        for o, figure, other in zip(SCRIPTED, figures, against, strict=True)
+    ]
+
+
+RESULTS = "results/README.md"
+
+_PARTNERSHIP_LADDER = _ladder(
+    "partnership", 300, "-2.8 ± 1.1", "-3.8 ± 0.9", "-3.4 ± 1.1", "3.4 ± 1.1", search_level="very strong"
+)
+_CATALOGUE: dict[str, list[Opponent]] = {
+    "standard": [
+        *_ladder("standard", 400, "-2.4 ± 0.6", "-1.1 ± 0.4", "-1.3 ± 0.4", "1.3 ± 0.4"),
+        Opponent(
+            "pretrained:standard_vector",
+            "Early network",
+            "strong",
+            "the first shipped network: learned from search's moves, then by playing",
+            (Measured("+0.25 (+0.11 .. +0.38)", "search", 4000, RESULTS),),
+        ),
+        Opponent(
+            "pretrained:standard",
+            "Network",
+            "very strong",
+            "the shipped network: learned from a search that reads what your moves say about your hand",
+            (
+                Measured("+0.83 (+0.69 .. +0.96)", "search", 4000, RESULTS),
+                Measured("+1.97 (+1.77 .. +2.17)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "search:prior=pretrained:standard_vector,playout=policy,belief=prior",
+            "Search + network",
+            "strongest",
+            "search guided by the first network, which weighs its guesses by what your moves say (slower)",
+            (Measured("+1.03 (+0.76 .. +1.30)", "search", 1000, RESULTS),),
+        ),
+    ],
+    "standard_3p": [
+        *_ladder("standard_3p", 500, "-1.7 ± 0.6", "-0.8 ± 0.5", "-0.5 ± 0.6", "0.5 ± 0.6"),
+        Opponent(
+            "pretrained:standard_3p",
+            "Network",
+            "strong",
+            "the shipped network for three players",
+            (Measured("+0.72 (+0.48 .. +0.96)", "strategic", 3000, RESULTS),),
+        ),
+    ],
+    "standard_4p": [
+        *_ladder("standard_4p", 1000, "-1.4 ± 0.5", "-1.4 ± 0.6", "-0.5 ± 0.6", "0.5 ± 0.6"),
+        Opponent(
+            "pretrained:standard_4p",
+            "Network",
+            "strong",
+            "the shipped network for four players",
+            (Measured("+1.07 (+0.76 .. +1.38)", "strategic", 3000, RESULTS),),
+        ),
+    ],
+    "partnership": [
+        *_PARTNERSHIP_LADDER[:3],
+        Opponent(
+            "pretrained:partnership_vector",
+            "Early network",
+            "medium",
+            "the first shipped partnership network",
+            (Measured("+0.67 (+0.06 .. +1.28)", "strategic", 1000, RESULTS),),
+        ),
+        Opponent(
+            "pretrained:partnership",
+            "Network",
+            "strong",
+            "the shipped network: learned from a search that reads the other three players' moves",
+            (
+                Measured("−1.29 (−2.00 .. −0.59)", "search", 1000, RESULTS),
+                Measured("+2.08 (+1.43 .. +2.72)", "strategic", 1000, RESULTS),
+            ),
+        ),
+        *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
+        Opponent(
+            "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0",
+            "Search + network",
+            "strongest",
+            "search guided by the first network, weighing its guesses by every player's moves (slower)",
+            (Measured("+1.44 (+0.68 .. +2.20)", "search", 1000, RESULTS),),
+        ),
+    ],
+}
+
+#: The opponent a new game offers first, by rules (strategic where none is named): the
+#: strongest agent that answers at once.
+DEFAULTS = {
+    "standard": "pretrained:standard",
+    "standard_3p": "pretrained:standard_3p",
+    "standard_4p": "pretrained:standard_4p",
+    "partnership": "pretrained:partnership",
+}
+DEFAULT = "strategic"
+#: The line under the picker: what every figure means.
+FIGURES = (
+    "points per round: this agent's minus the other's at the same table, on duplicate deals the "
+    "agents never trained on, with a 95% interval (results/README.md)"
+)
+
+
+def opponents(preset: str) -> list[Opponent]:
+    """The agents a person may pick for ``preset``, weakest first; ValueError names the presets."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown rules {preset!r}; rules: {', '.join(PRESETS)}")
+    return list(_CATALOGUE.get(preset, SCRIPTED))
+
+
+def default_opponent(preset: str) -> str:
+    """The spec a new game of ``preset`` offers first."""
+    opponents(preset)  # checks the name
+    return DEFAULTS.get(preset, DEFAULT)
+
+
+def catalogue(preset: str) -> dict[str, Any]:
+    """What ``GET /api/opponents?rules=PRESET`` answers: the opponents with their strength
+    lines and figures, the default, and the seats to fill (every seat but the person's)."""
+    entries = opponents(preset)
+    rules = PRESETS[preset]
+    names = {o.spec: o.name for o in (*SCRIPTED, *entries)}
+    return {
+        "rules": preset,
+        "num_players": rules.num_players,
+        "partnership": rules.partnership,
+        "target": rules.resolved_target,
+        "default": default_opponent(preset),
+        "figures": FIGURES,
+        "opponents": [
+            {
+                "spec": o.spec,
+                "name": o.name,
+                "level": o.level,
+                "description": o.description,
+                "strength": o.strength(names),
+                "measured": [
+                    {
+                        "figure": m.figure,
+                        "margin": m.margin,
+                        "against": m.against,
+                        "against_name": names.get(m.against, m.against),
+                        "deals": m.deals,
+                        "where": m.where,
+                        "sentence": m.sentence(names),
+                    }
+                    for m in o.measured
+                ],
+            }
+            for o in entries
+        ],
+    }
