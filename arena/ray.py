@@ -13,8 +13,11 @@ paths) installed in the Python that Ray runs.
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -27,6 +30,10 @@ LOCAL = "local"
 MAX_RETRIES = 3
 #: At most this many deals per task (a retry replays at most this much work).
 MAX_BATCH = 64
+#: For fault-injection tests: a folder where each task, as it starts, writes a marker file
+#: ``started-FIRSTDEAL-PID``, then waits while the file ``hold`` there names a deal at or below
+#: its first one, so that a test can kill a worker (or the driver) at a known point mid-run.
+MARKERS = "BLOCK_ENV_RAY_MARKERS"
 
 
 def connect(address: str | None, num_cpus: int | None = None) -> None:
@@ -56,7 +63,22 @@ def _play_batch(
 ) -> list[tuple[int, list[dict[str, Any]]]]:
     if _RUN_AGENTS["run"] != run:
         _RUN_AGENTS.update(run=run, agents={})
+    if folder := os.environ.get(MARKERS):
+        _mark_start(folder, deals[0][0])
     return play_deal_batch(config, deals, _RUN_AGENTS["agents"])
+
+
+def _mark_start(folder: str, first: int) -> None:
+    """What :data:`MARKERS` asks of a task as it starts."""
+    Path(folder, f"started-{first}-{os.getpid()}").touch()
+    hold = Path(folder, "hold")
+    while True:
+        try:
+            if first < int(hold.read_text()):
+                return
+        except FileNotFoundError:  # no hold, or the test lifted it
+            return
+        time.sleep(0.02)
 
 
 def play_on_ray(

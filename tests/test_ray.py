@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 from conftest import agent_plays_legal_round
 
+# Without Ray these tests skip; in CI (CI set) tests/conftest.py makes that skip a failure.
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.rllib")
 
 from block_env.agents import make_agent  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
-from block_env.arena.ray import batch_size  # noqa: E402
+from block_env.arena.ray import MARKERS, batch_size  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
 from block_env.training.config import PPOConfig  # noqa: E402
 from block_env.training.rllib import PROGRESS, RLlibConfig, export_agent, make_rllib_env, train_rllib  # noqa: E402
@@ -136,19 +137,6 @@ def test_rllib_config_errors_name_the_key(tmp_path):
 ARENA = ["eval", "--agents", "greedy", "random", "strategic", "--deals", "240", "--seed", "5"]
 
 
-def _processes_titled(prefix: str) -> list[int]:
-    """Pids whose command line starts with ``prefix`` (Ray titles a worker by its task)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(prefix.encode()):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
 def _kill_group(process):
     """The driver and every process it started (its local Ray), however the test ends."""
     try:
@@ -156,6 +144,24 @@ def _kill_group(process):
     except ProcessLookupError:
         pass
     process.wait(timeout=60)
+
+
+def wait_for(what: str, done, process, timeout: float = 240) -> None:
+    """Wait until ``done()`` (a marker the run writes); the run must still be going meanwhile."""
+    deadline = time.time() + timeout
+    while not done():
+        assert process.poll() is None, f"the run ended before {what}"
+        assert time.time() < deadline, f"the run never got to {what}"
+        time.sleep(0.01)
+
+
+def starts(markers: Path) -> list[tuple[int, int]]:
+    """(first deal, worker pid) of each task started so far (arena.ray's MARKERS files)."""
+    found = []
+    for path in markers.glob("started-*"):
+        _, deal, pid = path.name.split("-")
+        found.append((int(deal), int(pid)))
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -168,42 +174,57 @@ def undisturbed(tmp_path_factory):
     return out
 
 
-def test_a_ray_worker_killed_mid_run_is_retried_to_the_undisturbed_numbers(tmp_path, undisturbed):
-    out = tmp_path / "ray"
-    process = subprocess.Popen(
-        [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out)],
+def arena_on_ray(out: Path, markers: Path, hold: int, *extra: str) -> subprocess.Popen:
+    """The arena on a local Ray whose tasks mark their start in ``markers`` and wait while
+    ``markers/hold`` names a deal at or below their first (arena.ray's MARKERS)."""
+    markers.mkdir()
+    (markers / "hold").write_text(str(hold))
+    return subprocess.Popen(
+        [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out), *extra],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env={**os.environ, MARKERS: str(markers)},
     )
+
+
+def test_a_ray_worker_killed_mid_task_is_retried_to_the_undisturbed_numbers(tmp_path, undisturbed):
+    markers = tmp_path / "markers"
+    out = tmp_path / "ray"
+    process = arena_on_ray(out, markers, hold=0)  # every task waits once started
     try:
-        deadline = time.time() + 240
-        while not (workers := _processes_titled("ray::_play_batch")):
-            assert process.poll() is None, process.stderr.read()[-2000:] if process.stderr else ""
-            assert time.time() < deadline, "no Ray worker ever ran a batch"
-            time.sleep(0.05)
-        os.kill(workers[0], signal.SIGKILL)
+        wait_for("a task started", lambda: starts(markers), process)
+        first, pid = starts(markers)[0]
+        os.kill(pid, signal.SIGKILL)  # mid-task: it is waiting on the hold, its deals unplayed
+        (markers / "hold").unlink()
         assert process.wait(timeout=300) == 0
     finally:
         _kill_group(process)
+    retried = [p for deal, p in starts(markers) if deal == first]
+    assert len(retried) == 2 and retried[0] != retried[1], "the killed task was not run again on another worker"
     for name in ("summary.md", "summary.csv"):
         assert (out / name).read_text() == (undisturbed / name).read_text()
 
 
 def test_a_killed_ray_driver_resumes_to_the_undisturbed_numbers(tmp_path, undisturbed):
+    markers = tmp_path / "markers"
     out = tmp_path / "ray"
-    command = [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     records = out / "records.jsonl"
+    held = 2 * batch_size(240, 2)  # the first two tasks play; every later one waits, so the run cannot end
+    process = arena_on_ray(out, markers, hold=held)
     try:
-        deadline = time.time() + 240
-        while not (records.exists() and len(records.read_text().splitlines()) > 10):
-            assert process.poll() is None and time.time() < deadline
-            time.sleep(0.05)
+        wait_for(
+            f"{held} deals recorded", lambda: records.exists() and len(records.read_text().splitlines()) > held, process
+        )
     finally:
         _kill_group(process)  # the driver and its local Ray, at once
-    assert len(records.read_text().splitlines()) - 1 < 240
-    done = subprocess.run([*command, "--resume"], capture_output=True, text=True, timeout=300)
+    assert len(records.read_text().splitlines()) == held + 1  # the config line and the deals before the hold
+    done = subprocess.run(
+        [*CLI, *ARENA, "--ray", "--workers", "2", "--quiet", "--out", str(out), "--resume"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("summary.md", "summary.csv"):
         assert (out / name).read_text() == (undisturbed / name).read_text()
@@ -221,11 +242,13 @@ def test_train_rllib_killed_resumes_from_its_last_checkpoint(tmp_path):
         [*command, "--iterations", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     progress = run / "checkpoint" / PROGRESS
-    try:
-        deadline = time.time() + 300
-        while not (progress.exists() and json.loads(progress.read_text())["iteration"] >= 2):
-            assert process.poll() is None and time.time() < deadline
-            time.sleep(0.2)
+    try:  # a thousand iterations: the run is still going when its second checkpoint is written
+        wait_for(
+            "a second checkpoint",
+            lambda: progress.exists() and json.loads(progress.read_text())["iteration"] >= 2,
+            process,
+            300,
+        )
     finally:
         _kill_group(process)
     reached = json.loads(progress.read_text())["iteration"]
