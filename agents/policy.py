@@ -309,21 +309,44 @@ class PolicyAgent(Agent):
         return self.value_scale
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """One forward pass for every game waiting on this policy (masked like ``act``)."""
-        logits = np.where(masks, self.logits(observations), -np.inf)
-        if self.deterministic:
-            return logits.argmax(axis=1)
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        u = np.array([self.rng.random() for _ in range(len(p))])[:, None]
-        return np.minimum((p.cumsum(axis=1) < u).sum(axis=1), masks.shape[1] - 1)
+        """One forward pass for every game waiting on this policy (masked like ``act``, and
+        the same choices: row k's is what ``act`` would choose after k earlier decisions)."""
+        return self._choose(self.logits(observations), np.asarray(masks, dtype=bool))
 
     def act(self, obs: Observation) -> int:
-        legal = legal_actions(obs)  # refuses an all-zero mask
+        legal_actions(obs)  # refuses an all-zero mask
         # The policy's action logits, masked here: the same choice as SB3's masked
         # predict(), without its distribution objects, sampling with this agent's seeded RNG.
-        legal_logits = self.logits(obs["observation"])[legal]
+        logits = self.logits(obs["observation"])[None]  # one row's forward pass, as it always was
+        return int(self._choose(logits, np.asarray(obs["action_mask"], dtype=bool)[None])[0])
+
+    def _choose(self, logits: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """Each row's move: its best legal logit, or (not ``deterministic``) a draw from the
+        softmax over its legal moves, one draw of this agent's RNG per row."""
+        masked = np.where(masks, logits, -np.inf)
         if self.deterministic:
-            return legal[int(np.argmax(legal_logits))]
-        p = np.exp(legal_logits - legal_logits.max())
-        return legal[self.rng.choices(range(len(legal)), weights=p.tolist())[0]]
+            return masked.argmax(axis=1)
+        draws = np.array([self.rng.random() for _ in range(len(masked))])
+        return sample_legal(masked, masks, draws)
+
+
+def sample_legal(masked_logits: np.ndarray, masks: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Each row's move drawn from the softmax of its logits over its legal moves (``masks``;
+    illegal logits are -inf), by inverse transform of ``draws`` in [0, 1): the first move whose
+    cumulative weight exceeds draw x total weight. The weights are not normalised, so rounding
+    can never leave the last cumulative weight below the threshold; and should it be reached
+    anyway, the row's last legal move is chosen, never an illegal one. The same arithmetic as
+    ``random.Random.choices`` with these weights and the same draw.
+
+    Examples:
+        >>> logits = np.log(np.array([[0.5, 0.25, 0.25, 1.0]]))
+        >>> masks = np.array([[True, False, True, False]])
+        >>> sample_legal(np.where(masks, logits, -np.inf), masks, np.array([0.7])).tolist()
+        [2]
+    """
+    weights = np.exp(masked_logits - masked_logits.max(axis=1, keepdims=True))
+    cumulative = np.cumsum(weights, axis=1, dtype=np.float64)  # an illegal move adds exactly 0
+    threshold = draws * cumulative[:, -1]
+    chosen = (cumulative <= threshold[:, None]).sum(axis=1)  # the first move whose cumulative weight exceeds it
+    last_legal = masks.shape[1] - 1 - np.argmax(masks[:, ::-1], axis=1)
+    return np.minimum(chosen, last_legal)

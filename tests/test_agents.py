@@ -566,3 +566,52 @@ def test_a_belief_weighs_the_true_deal_by_the_models_probabilities_of_the_other_
         assert got == pytest.approx(expected, rel=1e-5, abs=1e-5)
         checked += scored
     assert checked > 20
+
+
+# -- a trained policy's sampled moves ------------------------------------------------------------
+
+
+class _LastDraw:
+    """An RNG whose every draw is the largest float below 1: a sampler's rounding edge."""
+
+    def random(self) -> float:
+        return float(np.nextafter(1.0, 0.0))
+
+
+def _sampling_policy(seed: int = 0):
+    from block_env.agents import PRETRAINED_DIR
+    from block_env.agents.policy import PolicyAgent
+
+    return PolicyAgent(Rules(), seed=seed, path=PRETRAINED_DIR / "standard_vector", deterministic=False)
+
+
+def test_a_sampled_move_is_legal_even_when_rounding_leaves_the_weights_short_of_the_draw():
+    """With every draw at the top of [0, 1) the sampler takes each position's last legal move;
+    on one of these positions the softmax's float32 cumulative sum ends below such a draw, where
+    a sampler that counts the cumulative sums below it would run off the end to the (illegal)
+    pass."""
+    from block_env.agents.policy import sample_legal
+
+    masks = np.array([[True, True, True, True, False]])
+    logits = np.where(masks, np.array([[0.2, -0.6, -0.4, -1.1, 0.0]], dtype=np.float32), -np.inf)
+    assert sample_legal(logits, masks, np.array([np.nextafter(1.0, 0.0)])).tolist() == [3]
+    positions = _positions(Rules(), 12)
+    observations = np.stack([o["observation"] for o in positions])
+    masks = np.stack([o["action_mask"] for o in positions]).astype(bool)
+    agent = _sampling_policy()
+    agent.rng = _LastDraw()
+    last_legal = [int(np.flatnonzero(m)[-1]) for m in masks]
+    assert agent.act_batch(observations, masks).tolist() == last_legal
+    assert [agent.act(o) for o in positions] == last_legal
+
+
+def test_a_sampling_policy_chooses_in_a_batch_what_it_chooses_one_by_one():
+    """The same seed and observations: ``act_batch`` over them all, or ``act`` on each in turn."""
+    positions = _positions(Rules(), 12) * 5
+    observations = np.stack([o["observation"] for o in positions])
+    masks = np.stack([o["action_mask"] for o in positions])
+    batch = _sampling_policy(seed=3).act_batch(observations, masks)
+    one_by_one = _sampling_policy(seed=3)
+    assert batch.tolist() == [one_by_one.act(o) for o in positions]
+    copies = batch.reshape(5, 12)  # each position's five choices: it did sample
+    assert any(len(set(copies[:, k])) > 1 for k in range(12))
