@@ -30,17 +30,27 @@ class RandomAgent(RandomOpponent, Agent):
         self.reseed(seed)
 
 
-#: Greedy's order as weights of a move's score: per pip of the tile, for a double, per tile of
-#: mine that follows the new ends (the search's "greedy" playout scores moves with these).
-GREEDY_WEIGHTS = (2.0, 1.0, 0.0)
+#: Weights of a move's score (:func:`move_score`): per pip of the tile, for a double, per tile
+#: of the mover's that follows the new ends.
+MoveWeights = tuple[float, float, float]
+
+#: Greedy's order as weights of a move's score (the search's "greedy" playout scores moves with these).
+GREEDY_WEIGHTS: MoveWeights = (2.0, 1.0, 0.0)
+
+
+def move_score(weights: MoveWeights, pips: int, double: bool, kept: int) -> float:
+    """A move's score on the terms every scripted player shares: the tile's ``pips``, whether it
+    is a ``double``, and how many tiles the mover ``kept`` that follow the line's new ends, by
+    ``weights`` (:data:`MoveWeights`). Greedy's rank, the strategic agent's first terms and the
+    search's scripted playouts; their compiled kernel compiles this same function."""
+    return weights[0] * pips + weights[1] * double + weights[2] * kept
 
 
 @cache
 def greedy_rank(rules: Rules) -> np.ndarray:
     """Greedy's rank of every action (2T+1,) int64: heaviest tile first, doubles first among
     equals, the pass last; the lowest action id wins a tie (``argmax`` takes the first)."""
-    pips, double, _ = GREEDY_WEIGHTS
-    ranks = [int(pips * (a + b) + double * (a == b)) for a, b in rules.tile_set.tiles for _end in (0, 1)]
+    ranks = [int(move_score(GREEDY_WEIGHTS, a + b, a == b, 0)) for a, b in rules.tile_set.tiles for _end in (0, 1)]
     rank = np.array([*ranks, -1], dtype=np.int64)
     rank.flags.writeable = False  # shared by every greedy agent of these rules
     return rank
@@ -96,6 +106,11 @@ class StrategyWeights:
     near_lock: int = 2  # "about to lock": at most this many unseen tiles fit the ends
     lighter_margin: float = 0.85  # "lighter than everyone": my pips below this share of each other side's estimate
 
+    @property
+    def move_weights(self) -> MoveWeights:
+        """The weights of the terms every scripted move score shares (:func:`move_score`)."""
+        return (self.pips, self.double, self.control)
+
 
 class StrategicAgent(Agent):
     """The game's strategy tips made concrete, as a score over legal moves.
@@ -146,7 +161,7 @@ class StrategicAgent(Agent):
         mine_on_ends = (hand_after & on_ends).bit_count()
         others_on_ends = (k.unseen & on_ends).bit_count()  # tiles anyone else could follow with
 
-        score = w.pips * (x + y) + w.double * (x == y) + w.control * mine_on_ends
+        score = move_score(w.move_weights, x + y, x == y, mine_on_ends)
         if others_on_ends <= w.near_lock:
             score += w.pips_near_lock * (x + y)
         for v in set(ends):

@@ -8,7 +8,7 @@ import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.policy import PolicyAgent
-from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights
+from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights, move_score
 from block_env.agents.search_belief import move_log_likelihoods
 from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, sample_hidden_hands
 from block_env.batched import BatchedGames
@@ -155,17 +155,9 @@ class SearchAgent(Agent):
         self.worlds = worlds
         self.playout = playout
         self.epsilon = 1.0 if playout == "random" else epsilon
-        ts = self.rules.tile_set
-        # Greedy playout key per action: pips, doubles first; the pass sorts last.
-        self._key = [
-            (2 * ts.pips[a >> 1] + (ts.tiles[a >> 1][0] == ts.tiles[a >> 1][1])) if a < ts.pass_action else -1
-            for a in range(ts.num_actions)
-        ]
-        self._tile_suits = [(1 << a) | (1 << b) for a, b in ts.tiles]
-        # The playout policy's weights (per pip, double, tile of mine following the new ends):
-        # "greedy" ranks as the greedy agent does; "heuristic" as the strategic agent's first three.
-        w = PLAYOUT_WEIGHTS
-        self._weights = GREEDY_WEIGHTS if playout == "greedy" else (w.pips, w.double, w.control)
+        # The scripted playouts' move score weights (move_score): "greedy" ranks as the greedy
+        # agent does; "heuristic" as the strategic agent's first terms.
+        self._weights = GREEDY_WEIGHTS if playout == "greedy" else PLAYOUT_WEIGHTS.move_weights
         self._batches: dict[int, BatchedGames] = {}
         self._encode = batch_encoder(self.rules, "vector") if self.guide is not None else None
 
@@ -388,28 +380,22 @@ class SearchAgent(Agent):
 
     def _play_out(self, rnd: Round) -> None:
         rng = self.rng
-        key = self._key
         eps = self.epsilon
-        heuristic = self.playout == "heuristic"
         while rnd.result is None:
             legal = rnd.legal_actions()
             if len(legal) == 1:
                 rnd.apply(legal[0])
             elif rng.random() < eps:
                 rnd.apply(legal[rng.randrange(len(legal))])
-            elif heuristic:
-                rnd.apply(max(legal, key=lambda a: self._heuristic(rnd, a)))
-            else:
-                rnd.apply(max(legal, key=key.__getitem__))
+            else:  # the first best, as the compiled playouts choose
+                rnd.apply(max(legal, key=lambda a: self._move_score(rnd, a)))
 
-    def _heuristic(self, rnd: Round, action: int) -> float:
-        """Heavy tiles first, doubles early, and keep tiles of my own for the new ends: the
-        strategic agent's first three weights, without its reading of the table."""
-        w = PLAYOUT_WEIGHTS
+    def _move_score(self, rnd: Round, action: int) -> float:
+        """The scripted playout's score of ``action`` for the seat to move in ``rnd``: heavy
+        tiles, doubles, and tiles of its own kept for the new ends, by the playout's weights."""
         ts = rnd.tiles
         i = action >> 1
         x, y = ts.tiles[i]
-        hand = rnd.hands[rnd.current] & ~(1 << i)
         ends = ends_after(ts, rnd.ends, action)
-        mine = (hand & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
-        return w.pips * (x + y) + w.double * (x == y) + w.control * mine
+        kept = (rnd.hands[rnd.current] & ~(1 << i) & (ts.suit_masks[ends[0]] | ts.suit_masks[ends[1]])).bit_count()
+        return move_score(self._weights, x + y, x == y, kept)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from block_env.agents.scripted import move_score
 from block_env.batched import BatchedGames, BatchResults, next_random, shuffle_in_place
 from block_env.rules import Rules
 
@@ -96,6 +97,10 @@ def sample_hidden_hands(
     return hands
 
 
+#: The scripted agents' move score, compiled for the playout kernel.
+_move_score = njit(cache=True, inline="always")(move_score)
+
+
 @njit(cache=True, nogil=True)
 def _playout_kernel(
     games, masks, weights, epsilon, rng_states, owner, left, right, current, low, high, actions
@@ -141,7 +146,7 @@ def _playout_kernel(
                 if t != i and owner[g, t] == seat:
                     if low[t] == new_l or high[t] == new_l or low[t] == new_r or high[t] == new_r:
                         mine += 1
-            score = weights[0] * (x + y) + weights[1] * (x == y) + weights[2] * mine
+            score = _move_score(weights, x + y, x == y, mine)
             if score > best:
                 best = score
                 actions[j] = b
