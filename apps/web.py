@@ -8,6 +8,8 @@ moves as action ids. Every request body is JSON, checked field by field: a bad o
 API (JSON):
 
 - ``GET /api/options``: presets, episode kinds, suggested agent specs.
+- ``GET /api/opponents?rules=PRESET``: the opponents to pick from, by readable name, with
+  their measured strength (``block_env.apps.catalogue``).
 - ``POST /api/games`` ``{"preset", "episode", "opponents": [spec, ...], "seat", "seed"}``:
   a new game; opponents play until it is your move. Answers the game's view.
 - ``GET /api/games/{id}``: the view (your hand with each legal move, the line, the ends,
@@ -17,6 +19,8 @@ API (JSON):
   follow come back in ``events``, in order, for the page to show one by one.
 - ``POST /api/games/{id}/next``: after a round of a match, deal the next.
 - ``GET /api/games/{id}/replay``: the game so far as a replay (``block_env.apps.replay``).
+- ``GET /api/games/{id}/hint``, ``GET /api/games/{id}/review``: the coach's view of each legal
+  move now, or of each choice made in the last finished round (``block_env.apps.coach``).
 - ``POST /api/replay`` ``{"replay": {...}}``: every frame of a replay, checked move by move.
 """
 
@@ -44,7 +48,8 @@ from starlette.staticfiles import StaticFiles
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent, parse_spec
-from block_env.apps.replay import explain, replay, replay_round
+from block_env.apps import catalogue, coach
+from block_env.apps.replay import explain, opening_index, replay, replay_round
 from block_env.engine import Round
 from block_env.episodes import Move, play_moves, step
 from block_env.options import EPISODES
@@ -123,9 +128,10 @@ class WebGame:
         """What the page shows of a move: the line after it, and the round's result if it ended one."""
         if move.round_over is None:
             line, ends = self.env.line(), self.env.public_view(self.person).ends
+            opening = opening_index(self.rules.tile_set, self.env.current_round_record()["moves"])
         else:
             final = self._final_round()
-            line, ends = final.line(), final.ends
+            line, ends, opening = final.line(), final.ends, opening_index(final.tiles, final.moves)
         events: list[dict[str, Any]] = [
             {
                 "seat": move.seat,
@@ -133,6 +139,7 @@ class WebGame:
                 "action": move.action,
                 "text": self.rules.tile_set.describe_action(move.action),
                 "line": [list(t) for t in line],
+                "opening": opening,
                 "ends": None if ends is None else list(ends),
             }
         ]
@@ -175,6 +182,7 @@ class WebGame:
         absolute = [(s - self.seat) % n for s in range(n)]  # the relative seat of each seat
         return {
             "line": [list(t) for t in self.env.line()],
+            "opening": opening_index(ts, self.env.current_round_record()["moves"]),
             "ends": None if public.ends is None else list(public.ends),
             "hand": [{"tile": list(ts.tiles[i]), "moves": by_tile.get(i, [])} for i in bit_indices(public.hand)],
             "hand_counts": [public.hand_counts[r] for r in absolute],
@@ -193,6 +201,7 @@ class WebGame:
         assert final.result is not None
         return {
             "line": [list(t) for t in final.line()],
+            "opening": opening_index(ts, final.moves),
             "ends": None if final.ends is None else list(final.ends),
             "hand": [{"tile": list(t), "moves": []} for t in ts.tiles_of(final.hands[self.seat])],
             "hand_counts": list(final.counts),
@@ -475,6 +484,45 @@ async def expand_replay(request: Request) -> JSONResponse:
     return JSONResponse(frames)
 
 
+async def opponents(request: Request) -> JSONResponse:
+    """``GET /api/opponents?rules=PRESET``: the opponents to pick from, by name, with their
+    measured strength (block_env.apps.catalogue)."""
+    try:
+        return JSONResponse(catalogue.catalogue(request.query_params.get("rules", "standard")))
+    except ValueError as e:
+        raise BadRequest(str(e)) from None
+
+
+async def _coach(request: Request, advice: Callable[[WebGame], dict[str, Any]]) -> JSONResponse:
+    """The coach's ``advice`` on a game (block_env.apps.coach), on the agent threads."""
+    game = _game(request)
+
+    def work() -> dict[str, Any]:
+        with game.lock:
+            try:
+                return advice(game)
+            except ValueError as e:
+                raise BadRequest(str(e), 409) from None
+
+    return JSONResponse(await _on_agent_threads(request, work))
+
+
+async def coach_hint(request: Request) -> JSONResponse:
+    """``GET /api/games/{id}/hint``: search's and the network's view of each of your legal moves now."""
+
+    def advice(game: WebGame) -> dict[str, Any]:
+        if game.paused:  # a match has dealt the next round already, unseen
+            raise ValueError("the round is over: a review looks back at it; deal the next round for a hint")
+        return coach.hint(game.env, game.preset, game.seat)
+
+    return await _coach(request, advice)
+
+
+async def coach_review(request: Request) -> JSONResponse:
+    """``GET /api/games/{id}/review``: the same for each choice you made in the last finished round."""
+    return await _coach(request, lambda game: coach.review(game.env, game.preset, game.seat))
+
+
 async def index(request: Request) -> FileResponse:
     return FileResponse(STATIC / "index.html")
 
@@ -487,11 +535,14 @@ async def refuse(request: Request, exc: Exception) -> JSONResponse:
 ROUTES = [
     Route("/", index),
     Route("/api/options", options),
+    Route("/api/opponents", opponents),
     Route("/api/games", create, methods=["POST"]),
     Route("/api/games/{game_id}", show),
     Route("/api/games/{game_id}/move", move, methods=["POST"]),
     Route("/api/games/{game_id}/next", next_round, methods=["POST"]),
     Route("/api/games/{game_id}/replay", game_replay),
+    Route("/api/games/{game_id}/hint", coach_hint),
+    Route("/api/games/{game_id}/review", coach_review),
     Route("/api/replay", expand_replay, methods=["POST"]),
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
