@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import signal
+import sys
 import time
+import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -207,11 +211,80 @@ def default_sigint() -> None:
 
 
 def signal_when(process, sig: int, ready, timeout: float = 240) -> int:
-    """Send ``sig`` to ``process`` once ``ready()`` holds; its exit code."""
+    """Send ``sig`` to ``process`` once ``ready()`` holds (a marker the run writes, at a point
+    the run cannot get past by itself, such as :func:`paused_arena`'s); its exit code. The
+    process must still be running until then."""
     deadline = time.time() + timeout
     while not ready():
-        assert process.poll() is None, process.communicate()
+        assert process.poll() is None, f"the run ended before it was signalled: {process.communicate()}"
         assert time.time() < deadline, "the run never got far enough to signal"
-        time.sleep(0.2)
+        time.sleep(0.01)
     process.send_signal(sig)
     return process.wait(timeout=120)
+
+
+# The arena's command line with one deal held: deals before it are played and recorded (one
+# worker plays them in order), then it touches the marker and waits there for the test's signal.
+_PAUSED_ARENA = """
+import sys, time
+from pathlib import Path
+
+import block_env.arena.play as play
+from block_env.cli import main
+
+pause_at, marker = int(sys.argv[1]), Path(sys.argv[2])
+play_deal = play.play_deal
+
+
+def paused(config, deal, seed, agents=None):
+    if deal == pause_at:
+        marker.touch()
+        while True:
+            time.sleep(1)
+    return play_deal(config, deal, seed, agents=agents)
+
+
+play.play_deal = paused
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def paused_arena(pause_at: int, marker: Path, args: Sequence[str]) -> list[str]:
+    """A command running ``block-dominoes ARGS`` (an ``eval`` with ``--workers 1``) that plays and
+    records deals 0 to ``pause_at - 1``, touches ``marker`` and waits for a signal: a kill lands
+    mid-run, after exactly ``pause_at`` deals, however fast the machine."""
+    assert "--workers" in args and args[list(args).index("--workers") + 1] == "1"
+    return [sys.executable, "-c", _PAUSED_ARENA, str(pause_at), str(marker), *args]
+
+
+# -- resumed training -------------------------------------------------------------------------
+
+
+def spy_on_learning(monkeypatch) -> list[dict]:
+    """Each MaskablePPO.learn call of this process from now on: the model's step count and a
+    copy of its policy's weights as the call starts."""
+    from sb3_contrib import MaskablePPO
+
+    calls: list[dict] = []
+    learn = MaskablePPO.learn
+
+    def spy(self, *args, **kwargs):
+        weights = {k: v.detach().clone() for k, v in self.policy.state_dict().items()}
+        calls.append({"timesteps": self.num_timesteps, "weights": weights})
+        return learn(self, *args, **kwargs)
+
+    monkeypatch.setattr(MaskablePPO, "learn", spy)
+    return calls
+
+
+def assert_learning_resumed_from(calls: list[dict], checkpoint: Path) -> None:
+    """The one learn call (see :func:`spy_on_learning`) started at the checkpoint's step with
+    the checkpoint's weights: a run started again from scratch has other weights and step 0."""
+    import torch
+
+    assert len(calls) == 1
+    with zipfile.ZipFile(checkpoint) as archive:
+        saved = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+    assert calls[0]["timesteps"] == int(checkpoint.stem.split("_")[1]) > 0
+    assert saved.keys() == calls[0]["weights"].keys()
+    assert all(torch.equal(saved[k], calls[0]["weights"][k]) for k in saved)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import signal_when
+from conftest import assert_learning_resumed_from, paused_arena, signal_when, spy_on_learning
 
 from block_env.cli import main
 
@@ -29,12 +29,13 @@ def whole(tmp_path_factory):
 
 def test_a_killed_arena_resumes_to_the_undisturbed_numbers(tmp_path, whole):
     cut = tmp_path / "cut"
-    process = subprocess.Popen([*CLI, *ARENA, "--out", str(cut), "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    marker = tmp_path / "deal_40_started"
+    process = subprocess.Popen(paused_arena(40, marker, [*ARENA, "--out", str(cut), "--quiet"]), cwd=ROOT)
+    assert signal_when(process, signal.SIGKILL, marker.exists) == -signal.SIGKILL
     records = cut / "records.jsonl"
-    code = signal_when(process, signal.SIGKILL, lambda: records.exists() and len(records.read_text().splitlines()) > 20)
-    assert code == -signal.SIGKILL
-    assert 20 <= len(records.read_text().splitlines()) - 1 < 300
+    assert len(records.read_text().splitlines()) == 1 + 40  # the config line and deals 0-39
     assert main([*ARENA, "--out", str(cut), "--quiet", "--resume"]) == 0
+    assert len(records.read_text().splitlines()) == 1 + 300
     for name in ("summary.md", "summary.csv"):
         assert (cut / name).read_text() == (whole / name).read_text()
 
@@ -63,20 +64,24 @@ def test_a_record_cut_short_in_the_middle_is_an_error_naming_the_line(tmp_path, 
         run_arena(config, progress=False, records_path=cut / "records.jsonl", resume=True)
 
 
-def test_a_killed_training_run_resumes_from_its_last_checkpoint(tmp_path):
+def test_a_killed_training_run_resumes_from_its_last_checkpoint(tmp_path, monkeypatch):
     out = tmp_path / "run"
     args = ["train", "--config", str(ROOT / "configs" / "tiny.yaml"), "--out", str(out), "--quiet"]
     process = subprocess.Popen([*CLI, *args, "--total-timesteps", "1000000"], cwd=ROOT, stdout=subprocess.DEVNULL)
     checkpoints = out / "checkpoints"
+    # A million steps: the run is still learning when its second checkpoint appears.
     code = signal_when(process, signal.SIGKILL, lambda: len(list(checkpoints.glob("ppo_*_steps.zip"))) >= 2)
     assert code == -signal.SIGKILL
-    saved = sorted(int(p.stem.split("_")[1]) for p in checkpoints.glob("ppo_*_steps.zip"))
-    target = saved[-1] + 512
+    latest = max(checkpoints.glob("ppo_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    target = int(latest.stem.split("_")[1]) + 512
+    calls = spy_on_learning(monkeypatch)
     assert main([*args, "--total-timesteps", str(target), "--resume", "latest"]) == 0
+    assert_learning_resumed_from(calls, latest)  # its step and weights, not a fresh start
     summary = json.loads((out / "training.json").read_text())
-    assert summary["timesteps"] >= target and not summary["interrupted"]
+    assert summary["timesteps"] == target and not summary["interrupted"]
     curve = (out / "learning_curve.csv").read_text().splitlines()
     assert curve[0].startswith("timesteps,") and all(len(row.split(",")) == len(curve[0].split(",")) for row in curve)
+    assert int(curve[-1].split(",")[0]) == target
 
 
 def test_resume_latest_without_a_checkpoint_is_a_clear_error(tmp_path):
