@@ -9,6 +9,7 @@ from block_env.agents import Agent, HumanAgent, make_agent
 from block_env.episodes import Move, play_moves, step
 from block_env.render import seat_name
 from block_env.rules import Rules
+from block_env.seeding import seat_seed
 
 
 def play_in_terminal(
@@ -22,7 +23,8 @@ def play_in_terminal(
     write: Callable[[str], None] = print,
 ) -> int:
     """A human at ``seat`` against ``opponents`` (agent specs, used in turn for the other
-    seats). Shows the table before each of your moves and every round's result."""
+    seats, each seeded by its seat as in the arena). Shows the table before each of your moves
+    and every round's result."""
     n = rules.num_players
     if not 0 <= seat < n:
         raise ValueError(f"seat must be 0..{n - 1} for {n} players, got {seat}")
@@ -30,7 +32,10 @@ def play_in_terminal(
     env.reset(seed=seed)
     human = HumanAgent(rules, read=read, write=write)
     others = iter(list(opponents) * n)
-    agents: list[Agent] = [human if s == seat else make_agent(next(others), rules, seed=seed) for s in range(n)]
+    agents: list[Agent] = [
+        human if s == seat else make_agent(next(others), rules, seed=None if seed is None else seat_seed(seed, s))
+        for s in range(n)
+    ]
     write(
         f"You are {seat_name(seat)}"
         + (f" (partners: seats {seat % 2} and {seat % 2 + 2})" if rules.partnership else "")

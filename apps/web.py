@@ -18,6 +18,8 @@ API (JSON):
 - ``POST /api/games/{id}/move`` ``{"action": id}``: your move; the opponents' moves that
   follow come back in ``events``, in order, for the page to show one by one.
 - ``POST /api/games/{id}/next``: after a round of a match, deal the next.
+- ``POST /api/games/{id}/resume`` ``{"fallback": bool}``: after an opponent failed (the view's
+  ``stalled``), let it try its move again, or seat :data:`FALLBACK_AGENT` in its place.
 - ``GET /api/games/{id}/replay``: the game so far as a replay (``block_env.apps.replay``).
 - ``GET /api/games/{id}/hint``, ``GET /api/games/{id}/review``: the coach's view of each legal
   move now, or of each choice made in the last finished round (``block_env.apps.coach``).
@@ -28,17 +30,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
+import logging
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -47,17 +52,21 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from block_env.aec import raw_env
-from block_env.agents import Agent, make_agent, parse_spec
+from block_env.agents import PRETRAINED, PRETRAINED_DIR, Agent, make_agent, parse_spec
+from block_env.agents.search import BELIEF_CANDIDATES, SearchAgent
 from block_env.apps import catalogue, coach
+from block_env.apps.budget import MoveBudget, OverBudget
 from block_env.apps.replay import explain, opening_index, replay, replay_round
 from block_env.engine import Round
 from block_env.episodes import Move, play_moves, step
 from block_env.options import EPISODES
 from block_env.rules import PRESETS, Rules
+from block_env.seeding import SEED_BOUND, derive_seed, seat_seed
 from block_env.tiles import bit_indices
 from block_env.validation import is_int
 
 STATIC = Path(__file__).with_name("web_static")
+log = logging.getLogger(__name__)
 #: Games kept at once. A new game first makes room by dropping games idle for IDLE_SECONDS;
 #: when every kept game moved more recently than that, the new game is refused (503).
 MAX_GAMES = 1000
@@ -68,12 +77,23 @@ IDLE_SECONDS = 30 * 60
 FINISHED_IDLE_SECONDS = 10
 #: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
 MAX_BODY_BYTES = 256 * 1024
-#: What a web request may ask of an agent: search's worlds per decision at most this.
+#: What a web request may ask of an agent: every option that sets an agent's work is bounded.
+#: Search's worlds per decision at most this.
 MAX_SEARCH_WORLDS = 1024
+#: A search with belief=prior samples BELIEF_CANDIDATES deals per world and weighs each with its
+#: prior's network: worlds x candidates at most this.
+MAX_BELIEF_DEALS = 1024
+#: OpenSpiel's MCTS and ISMCTS: simulations per decision at most this.
+MAX_OPENSPIEL_SIMULATIONS = 2000
+#: An opponent's move that takes longer is stopped; the game waits for a retry or a fallback.
+MOVE_SECONDS = 10.0
+#: What plays a failed opponent's seat when the person asks for a fallback.
+FALLBACK_AGENT = "strategic"
+#: The agents a request may name (``pretrained:NAME`` and the operator's agent folders besides).
+ALLOWED_AGENTS = ("random", "greedy", "strategic", "search", "openspiel")
 #: Agent move computations run on this many threads, apart from the event loop and from the
 #: threads that serve views, so that slow opponents never hold up another player's requests.
 AGENT_THREADS = 4
-SUGGESTED_AGENTS = ["random", "greedy", "strategic", "search", "pretrained:standard"]
 
 
 class BadRequest(Exception):
@@ -84,21 +104,68 @@ class BadRequest(Exception):
         self.status = status
 
 
+class OpponentFailed(Exception):
+    """An opponent raised, ran past its time budget or chose an illegal move."""
+
+    def __init__(self, seat: int, message: str) -> None:
+        super().__init__(message)
+        self.seat = seat
+
+
+class _Opponent:
+    """An agent at a web game's seat, as :func:`play_moves` calls it: reseeded before each
+    move from the game's seed, its seat and the move's number (so the same game plays the same
+    in any process, after a restart too), timed by the app's budget, its failures named."""
+
+    def __init__(self, game: WebGame, seat: int, agent: Agent, budget: MoveBudget) -> None:
+        self.game, self.seat, self.agent, self.budget = game, seat, agent, budget
+        self.observation = agent.observation
+
+    def reset(self, seed: int | None = None) -> None:
+        """Not called in a web game (each move reseeds the agent)."""
+
+    def act(self, obs: dict[str, np.ndarray]) -> int:
+        name = self.game.names[self.seat]
+        self.agent.reset(seed=derive_seed(seat_seed(self.game.seed, self.seat), "move", len(self.game.moves)))
+        try:
+            action = self.budget.run(lambda: int(self.agent.act(obs)))
+        except OverBudget as e:
+            raise OpponentFailed(self.seat, f"{name}'s move: {e}") from None
+        except Exception as e:  # any failure of the agent's own code: the game waits, the server goes on
+            log.exception("opponent %s at seat %d of game %s failed", name, self.seat, self.game.id)
+            raise OpponentFailed(self.seat, f"{name} failed: {type(e).__name__}: {str(e)[:300]}") from None
+        mask = obs["action_mask"]
+        if not (0 <= action < len(mask) and mask[action]):
+            raise OpponentFailed(self.seat, f"{name} chose action {action}, which is not legal here")
+        return action
+
+
 @dataclass
 class WebGame:
-    """One game on the server: the AEC env, the agents by seat (None: the person) and
-    whether a finished round of a match is on show (until the person asks for the next)."""
+    """One game on the server: the AEC env, every action played since the deal (``moves``: the
+    env is ``reset(seed)`` then these), the agents by seat (None: the person), whether a
+    finished round of a match is on show (until the person asks for the next), and whether an
+    opponent failed (``stalled``: the game waits for a retry or a fallback)."""
 
     id: str
     preset: str
     rules: Rules
     episode: str
     seat: int
+    seed: int
+    specs: list[str | None]  # the agent spec by seat; None: the person
     agents: list[Agent | None]
-    names: list[str]
     env: raw_env
+    moves: list[int] = field(default_factory=list)
     paused: bool = False  # a round of a match just ended: the page shows it until /next
+    stalled: dict[str, Any] | None = None  # {"seat", "agent", "error"}: an opponent failed
+    replaced: list[dict[str, Any]] = field(default_factory=list)  # {"seat", "was", "now"}: fallbacks seated
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def names(self) -> list[str]:
+        """The agent by seat as the page shows it ("you" for the person)."""
+        return ["you" if spec is None else spec for spec in self.specs]
 
     @property
     def over(self) -> bool:
@@ -109,23 +176,42 @@ class WebGame:
         """The person's agent name in the env."""
         return self.env.possible_agents[self.seat]
 
-    def play_opponents(self) -> list[dict[str, Any]]:
-        """Let the agents move until it is the person's move, the round ends or the game does."""
+    def play_opponents(self, budget: MoveBudget) -> list[dict[str, Any]]:
+        """Let the agents move until it is the person's move, the round ends, the game does or
+        an opponent fails (the moves before its failure stand; ``stalled`` says what happened)."""
         events: list[dict[str, Any]] = []
-        if self.paused:
+        if self.paused or self.stalled is not None:
             return events
-        for move in play_moves(self.env, self.agents):
-            events += self._events(move)
-            if self.paused:
-                break
+        players = [None if a is None else _Opponent(self, s, a, budget) for s, a in enumerate(self.agents)]
+        try:
+            for move in play_moves(self.env, players):
+                events += self._events(move)
+                if self.paused:
+                    break
+        except OpponentFailed as e:
+            self.stalled = {"seat": e.seat, "agent": self.names[e.seat], "error": str(e)}
         return events
 
-    def play(self, action: int) -> list[dict[str, Any]]:
-        """The person's move (checked by the engine), then the agents' moves that follow."""
-        return self._events(step(self.env, action)) + self.play_opponents()
+    def play(self, action: int, budget: MoveBudget) -> list[dict[str, Any]]:
+        """The person's move (checked by the engine: ValueError and nothing changed when it is
+        illegal), then the agents' moves that follow."""
+        return self._events(step(self.env, action)) + self.play_opponents(budget)
+
+    def resume(self, budget: MoveBudget, fallback: bool) -> list[dict[str, Any]]:
+        """After an opponent failed: let it try again, or seat FALLBACK_AGENT in its place."""
+        if self.stalled is None:
+            raise BadRequest("no opponent failed: the game is not waiting for one", 409)
+        seat = self.stalled["seat"]
+        if fallback:
+            self.agents[seat] = _build_agent(FALLBACK_AGENT, self.rules, seat_seed(self.seed, seat))
+            self.replaced.append({"seat": seat, "was": self.specs[seat], "now": FALLBACK_AGENT})
+            self.specs[seat] = FALLBACK_AGENT
+        self.stalled = None
+        return self.play_opponents(budget)
 
     def _events(self, move: Move) -> list[dict[str, Any]]:
         """What the page shows of a move: the line after it, and the round's result if it ended one."""
+        self.moves.append(move.action)
         if move.round_over is None:
             line, ends = self.env.line(), self.env.public_view(self.person).ends
             opening = opening_index(self.rules.tile_set, self.env.current_round_record()["moves"])
@@ -167,6 +253,9 @@ class WebGame:
             "events": events or [],
             "over": self.over,
             "paused": self.paused,
+            "seed": self.seed,
+            "stalled": self.stalled,
+            "replaced": self.replaced,
         }
         view.update(self._finished_table() if showing_result else self._table())
         return view
@@ -244,6 +333,13 @@ class Games:
 
     def __len__(self) -> int:
         return len(self._games)
+
+    def check_room(self) -> None:
+        """503 unless one more game fits (after dropping droppable games): asked before a new
+        game's agents are built or move, and again by ``add``."""
+        with self._lock:
+            if len(self._games) >= self.limit:
+                self._make_room(self.clock())
 
     def add(self, game: WebGame) -> None:
         with self._lock:
@@ -324,21 +420,117 @@ def _int(body: dict[str, Any], key: str, default: int | None, low: int, high: in
     return value
 
 
-def check_web_spec(spec: str) -> None:
-    """Refuse an agent spec a web request may not ask for: a human (you are the human), or
-    a search budget over MAX_SEARCH_WORLDS worlds per decision."""
+class Opponents:
+    """The agents a web request may seat, as the operator allows: ``allowed`` agents by name
+    (the scripted ones, search and OpenSpiel's bots, each within this module's bounds on its
+    work), the shipped ``pretrained:NAME`` agents, and the agent folders found when the app
+    starts in ``agents_dirs`` (``serve --agents-dir DIR``), as ``policy:DIR/FOLDER``. Any other
+    ``policy:PATH``, as an opponent or as a search's ``prior=``, gets one answer whether the
+    path exists or not: the request's path is never looked up on the server.
+
+    Examples:
+        >>> Opponents().check("search:worlds=64")
+        'search:worlds=64'
+        >>> Opponents().check("policy:/etc")
+        Traceback (most recent call last):
+        ...
+        block_env.apps.web.BadRequest: opponent 'policy:/etc' is not offered by this server: ...
+    """
+
+    def __init__(self, agents_dirs: Sequence[str | Path] = (), allowed: Sequence[str] = ALLOWED_AGENTS) -> None:
+        self.allowed = tuple(allowed)
+        self.folders: dict[str, str] = {}  # a policy path a request may give -> its listed form
+        self.listed: list[str] = []
+        for directory in agents_dirs:
+            root = Path(directory)
+            if not root.is_dir():
+                raise ValueError(f"--agents-dir {directory}: not a folder")
+            for folder in sorted(p for p in root.iterdir() if (p / "agent.json").is_file()):
+                self.folders[str(folder)] = self.folders[str(folder.resolve())] = str(folder)
+                self.listed.append(f"policy:{folder}")
+
+    def offered(self) -> list[str]:
+        """The agent specs to suggest: the named agents, every pretrained one, the operator's folders."""
+        named = [f"{name}:ismcts" if name == "openspiel" else name for name in self.allowed]
+        return [*named, *(f"pretrained:{name}" for name in PRETRAINED), *self.listed]
+
+    def _refuse(self, spec: str) -> BadRequest:
+        return BadRequest(
+            f"opponent {spec!r} is not offered by this server: it seats {', '.join(self.allowed)} "
+            "(within their bounds), pretrained:NAME and the agent folders GET /api/options lists",
+            403,
+        )
+
+    def check(self, spec: str, *, within: str | None = None) -> str:
+        """The spec, once allowed and within bounds (a listed folder named by its listed path);
+        BadRequest otherwise. ``within``: the search spec this one is the prior of."""
+        shown = within or spec
+        try:
+            name, options = parse_spec(spec)
+        except ValueError as e:
+            raise BadRequest(f"opponent {shown!r}: {e}") from None
+        if spec.startswith("pretrained:"):
+            return spec  # parse_spec checked the name
+        if name == "policy":
+            listed = self.folders.get(options["path"])
+            if listed is None:
+                raise self._refuse(shown)
+            return f"policy:{listed}"
+        if name == "human":
+            raise BadRequest("'human' cannot be an opponent here: you are the human")
+        if name not in self.allowed or within is not None:
+            raise self._refuse(shown)
+        if name == "search":
+            self._check_search(spec, options)
+        if name == "openspiel":
+            _at_most(spec, options.get("simulations"), MAX_OPENSPIEL_SIMULATIONS, "OpenSpiel bot runs", "simulations")
+        return spec
+
+    def _check_search(self, spec: str, options: dict[str, Any]) -> None:
+        worlds = options.get("worlds", _SEARCH_DEFAULTS["worlds"])
+        _at_most(spec, worlds, MAX_SEARCH_WORLDS, "search plays", "worlds")
+        if options.get("belief") == "prior" and is_int(worlds):
+            most = MAX_BELIEF_DEALS // BELIEF_CANDIDATES
+            _at_most(
+                spec, worlds, most, f"search with belief=prior ({BELIEF_CANDIDATES} deals a world) plays", "worlds"
+            )
+        prior = options.get("prior")
+        if isinstance(prior, str) and ":" in prior:
+            self.check(prior, within=spec)
+
+
+_SEARCH_DEFAULTS = {name: p.default for name, p in inspect.signature(SearchAgent).parameters.items()}
+
+
+def _at_most(spec: str, value: object, most: int, what: str, unit: str) -> None:
+    """422 when a bounded option is over its bound (a value of the wrong type is the agent's to refuse)."""
+    if is_int(value) and value > most:
+        raise BadRequest(f"opponent {spec!r}: a web game's {what} at most {most} {unit}", 422)
+
+
+def _build_agent(spec: str, rules: Rules, seed: int) -> Agent:
     try:
-        name, options = parse_spec(spec)
-    except ValueError as e:
-        raise BadRequest(f"opponent {spec!r}: {e}") from None
-    if name == "human":
-        raise BadRequest("'human' cannot be an opponent here: you are the human")
-    worlds = options.get("worlds")
-    if name == "search" and isinstance(worlds, int) and worlds > MAX_SEARCH_WORLDS:
-        raise BadRequest(f"opponent {spec!r}: a web game's search plays at most {MAX_SEARCH_WORLDS} worlds", 422)
+        return make_agent(spec, rules, seed=seed)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        # A shipped agent's folder is named as the request named it, not by its place on the server.
+        message = str(e).replace(f"{PRETRAINED_DIR}/", "pretrained:")
+        raise BadRequest(f"opponent {spec!r}: {message}") from None
 
 
-def new_game(body: dict[str, Any]) -> WebGame:
+@dataclass(frozen=True)
+class GameSettings:
+    """What a new game was asked for, checked: everything needed to deal it again."""
+
+    preset: str
+    episode: str
+    seat: int
+    seed: int
+    specs: list[str | None]  # by seat; None: the person
+
+
+def read_settings(body: dict[str, Any], opponents: Opponents) -> GameSettings:
+    """A new game's request, checked field by field (BadRequest names what is wrong). Without
+    a seed the server draws one, so that every game can be dealt and played again."""
     preset = body.get("preset", "standard")
     if not isinstance(preset, str) or preset not in PRESETS:
         raise BadRequest(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
@@ -349,33 +541,44 @@ def new_game(body: dict[str, Any]) -> WebGame:
     n = rules.num_players
     seat = _int(body, "seat", 0, 0, n - 1)
     assert seat is not None  # it has a default
-    seed = _int(body, "seed", None, 0, 2**63 - 1)
-    opponents = body.get("opponents", ["greedy"])
+    seed = _int(body, "seed", None, 0, SEED_BOUND - 1)
+    requested = body.get("opponents", ["greedy"])
     if not (
-        isinstance(opponents, list) and 1 <= len(opponents) <= n - 1 and all(isinstance(o, str) for o in opponents)
+        isinstance(requested, list) and 1 <= len(requested) <= n - 1 and all(isinstance(o, str) for o in requested)
     ):
-        raise BadRequest(f"'opponents' must be a list of 1 to {n - 1} agent specs (strings), got {opponents!r}")
-    for spec in opponents:
-        check_web_spec(spec)
-    specs = [opponents[i % len(opponents)] for i in range(n - 1)]
-    agents: list[Agent | None] = []
-    names = []
-    others = iter(specs)
-    for s in range(n):
-        if s == seat:
-            agents.append(None)
-            names.append("you")
-            continue
-        spec = next(others)
-        try:
-            agent = make_agent(spec, rules, seed=None if seed is None else seed + s)
-        except (ValueError, TypeError, FileNotFoundError) as e:
-            raise BadRequest(f"opponent {spec!r}: {e}") from None
-        agents.append(agent)
-        names.append(spec)
-    env = raw_env(rules, episode=episode, reward="points")
-    env.reset(seed=seed)
-    return WebGame(secrets.token_hex(8), preset, rules, episode, seat, agents, names, env)
+        raise BadRequest(f"'opponents' must be a list of 1 to {n - 1} agent specs (strings), got {requested!r}")
+    checked = [opponents.check(spec) for spec in requested]
+    others = iter(checked[i % len(checked)] for i in range(n - 1))
+    specs = [None if s == seat else next(others) for s in range(n)]
+    return GameSettings(preset, episode, seat, secrets.randbelow(SEED_BOUND) if seed is None else seed, specs)
+
+
+def start_game(game_id: str, settings: GameSettings) -> WebGame:
+    """The game dealt from its settings, each opponent seeded by its seat (BadRequest when an
+    opponent's options are refused by the agent itself)."""
+    rules = PRESETS[settings.preset]
+    agents: list[Agent | None] = [
+        None if spec is None else _build_agent(spec, rules, seat_seed(settings.seed, s))
+        for s, spec in enumerate(settings.specs)
+    ]
+    env = raw_env(rules, episode=settings.episode, reward="points")
+    env.reset(seed=settings.seed)
+    return WebGame(
+        game_id,
+        settings.preset,
+        rules,
+        settings.episode,
+        settings.seat,
+        settings.seed,
+        list(settings.specs),
+        agents,
+        env,
+    )
+
+
+def new_game(body: dict[str, Any], opponents: Opponents | None = None) -> WebGame:
+    """A new game from a request's body (checked; BadRequest names what is wrong)."""
+    return start_game(secrets.token_hex(8), read_settings(body, opponents or Opponents()))
 
 
 # -- handlers: each reads the app's games from ``request.app.state.games`` -----------------------
@@ -400,23 +603,38 @@ def _locked(game: WebGame, read: Any) -> Any:
         return read()
 
 
+def _budget(request: Request) -> MoveBudget:
+    return request.app.state.budget
+
+
 async def options(request: Request) -> JSONResponse:
-    """``GET /api/options``: presets, episode kinds, suggested agent specs."""
+    """``GET /api/options``: presets, episode kinds, the agent specs this server offers."""
     presets = {name: {"num_players": r.num_players, "partnership": r.partnership} for name, r in PRESETS.items()}
-    return JSONResponse({"presets": presets, "episodes": list(EPISODES), "agents": SUGGESTED_AGENTS})
+    offered: Opponents = request.app.state.opponents
+    return JSONResponse(
+        {
+            "presets": presets,
+            "episodes": list(EPISODES),
+            "agents": offered.offered(),
+            "fallback": FALLBACK_AGENT,
+            "move_seconds": _budget(request).seconds,
+        }
+    )
 
 
 async def create(request: Request) -> JSONResponse:
-    """``POST /api/games``: a new game, played until it is the person's move."""
+    """``POST /api/games``: a new game, played until it is the person's move. Room for it is
+    checked before its agents are built or move."""
     body = await _body(request, {"preset", "episode", "opponents", "seat", "seed"})
     games = _games(request)
+    settings = read_settings(body, request.app.state.opponents)
+    games.check_room()
 
     def start() -> dict[str, Any]:
-        game = new_game(body)
+        game = start_game(secrets.token_hex(8), settings)
         with game.lock:
-            events = game.play_opponents()
             games.add(game)
-            return game.view(events)
+            return game.view(game.play_opponents(_budget(request)))
 
     return JSONResponse(await _on_agent_threads(request, start), status_code=201)
 
@@ -442,11 +660,13 @@ async def move(request: Request) -> JSONResponse:
                 raise BadRequest("the game is over", 409)
             if game.paused:
                 raise BadRequest("the round is over: POST .../next to deal the next one", 409)
+            if game.stalled is not None:
+                raise BadRequest(_stalled_message(game), 409)
             to_play = game.env.seat_of(game.env.agent_selection)
             if to_play != game.seat:
                 raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
             try:
-                events = game.play(action)
+                events = game.play(action, _budget(request))
             except ValueError as e:  # the engine refused the move; nothing changed
                 raise BadRequest(str(e), 422) from None
             return game.view(events)
@@ -463,9 +683,33 @@ async def next_round(request: Request) -> JSONResponse:
             if not game.paused:
                 raise BadRequest("no finished round is waiting (the game is over or in play)", 409)
             game.paused = False
-            return game.view(game.play_opponents())
+            return game.view(game.play_opponents(_budget(request)))
 
     return JSONResponse(await _on_agent_threads(request, deal))
+
+
+def _stalled_message(game: WebGame) -> str:
+    assert game.stalled is not None
+    return (
+        f"seat {game.stalled['seat']}'s opponent failed ({game.stalled['error']}): POST .../resume to let it "
+        f'try again, or with {{"fallback": true}} to seat {FALLBACK_AGENT} in its place'
+    )
+
+
+async def resume(request: Request) -> JSONResponse:
+    """``POST /api/games/{id}/resume`` ``{"fallback": bool}``: after an opponent failed, let it
+    try its move again, or seat FALLBACK_AGENT in its place; the agents then play on."""
+    game = _game(request)
+    body = await _body(request, {"fallback"})
+    fallback = body.get("fallback", False)
+    if not isinstance(fallback, bool):
+        raise BadRequest(f"'fallback' must be true or false, got {fallback!r}")
+
+    def go_on() -> dict[str, Any]:
+        with game.lock:
+            return game.view(game.resume(_budget(request), fallback))
+
+    return JSONResponse(await _on_agent_threads(request, go_on))
 
 
 async def game_replay(request: Request) -> JSONResponse:
@@ -540,6 +784,7 @@ ROUTES = [
     Route("/api/games/{game_id}", show),
     Route("/api/games/{game_id}/move", move, methods=["POST"]),
     Route("/api/games/{game_id}/next", next_round, methods=["POST"]),
+    Route("/api/games/{game_id}/resume", resume, methods=["POST"]),
     Route("/api/games/{game_id}/replay", game_replay),
     Route("/api/games/{game_id}/hint", coach_hint),
     Route("/api/games/{game_id}/review", coach_review),
@@ -548,8 +793,16 @@ ROUTES = [
 ]
 
 
-def create_app(games: Games | None = None) -> Starlette:
-    """The web app, holding ``games`` (a new store by default).
+def create_app(
+    games: Games | None = None,
+    agents_dirs: Sequence[str | Path] = (),
+    *,
+    opponents: Opponents | None = None,
+    move_seconds: float = MOVE_SECONDS,
+) -> Starlette:
+    """The web app, holding ``games`` (a new store by default), offering the agents
+    :class:`Opponents` allows (the folders in ``agents_dirs`` besides the named and shipped
+    agents; or ``opponents`` as given), each opponent's move stopped after ``move_seconds``.
 
     Examples:
         >>> from starlette.testclient import TestClient
@@ -562,16 +815,26 @@ def create_app(games: Games | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         app.state.agent_threads.shutdown(wait=False, cancel_futures=True)
+        app.state.budget.close()
 
     app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse}, lifespan=lifespan)
     app.state.games = Games() if games is None else games
+    app.state.opponents = Opponents(agents_dirs) if opponents is None else opponents
+    app.state.budget = MoveBudget(move_seconds)
     app.state.agent_threads = ThreadPoolExecutor(max_workers=AGENT_THREADS, thread_name_prefix="agents")
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, write: Any = print) -> None:
+def serve(
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    write: Any = print,
+    agents_dirs: Sequence[str | Path] = (),
+    move_seconds: float = MOVE_SECONDS,
+) -> None:
     """Run the app with uvicorn until interrupted."""
     import uvicorn
 
+    app = create_app(agents_dirs=agents_dirs, move_seconds=move_seconds)  # refuses a bad --agents-dir first
     write(f"block_env web app on http://{host}:{port}/ (Ctrl-C stops it)")
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    uvicorn.run(app, host=host, port=port, log_level="warning")

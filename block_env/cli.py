@@ -108,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from block_env.apps.web import serve
     except ImportError as e:
         raise ValueError(f"the web app needs the [web] extra (pip install 'block-env[web]'): {e}") from None
-    serve(args.host, args.port)
+    serve(args.host, args.port, agents_dirs=args.agents_dir, move_seconds=args.move_seconds)
     return 0
 
 
@@ -347,7 +347,30 @@ def _add_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="play and replay in the browser (a local web app; extra [web])")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=_port_arg, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--agents-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="offer the agent folders in DIR as opponents (policy:DIR/NAME; repeatable); no other path is served",
+    )
+    p.add_argument(
+        "--move-seconds",
+        type=_positive_seconds,
+        default=10.0,
+        help="an opponent's move is stopped after this long (default 10); the player retries or seats a fallback",
+    )
     p.set_defaults(func=cmd_serve)
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"a time in seconds is a positive number, got {value}")
+    return seconds
 
 
 def _add_train(sub: Any) -> None:

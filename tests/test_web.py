@@ -10,8 +10,9 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+from block_env.agents import AGENTS, Agent, make_agent  # noqa: E402
 from block_env.apps.replay import replay, replay_round, rules_from_record  # noqa: E402
-from block_env.apps.web import Games, create_app  # noqa: E402
+from block_env.apps.web import ALLOWED_AGENTS, FALLBACK_AGENT, Games, Opponents, create_app  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
 from block_env.rules import PRESETS  # noqa: E402
 
@@ -197,3 +198,172 @@ def test_serve_prints_its_address_and_answers(tmp_path):
         proc.wait(timeout=10)
     bad = subprocess.run([*cli[:-1], "70000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "a port is an integer 1..65535, got 70000" in bad.stderr
+
+
+# -- opponents that fail: the person's move stands, the answer says so, the game goes on ---------
+
+
+class Faulty(Agent):
+    """Raises on its first ``failures`` moves (every move with None), then plays greedily."""
+
+    name = "faulty"
+    failures: int | None = None
+
+    def __init__(self, rules, seed=None, observation="vector"):
+        super().__init__(rules, seed, observation)
+        self.greedy = make_agent("greedy", rules)
+        self.calls = 0
+
+    def act(self, obs):
+        self.calls += 1
+        if self.failures is None or self.calls <= self.failures:
+            raise RuntimeError("the opponent's own bug")
+        return self.greedy.act(obs)
+
+
+class Sleepy(Agent):
+    """Thinks forever, in Python (so that a stop can arrive), and says whether it was stopped."""
+
+    name = "sleepy"
+    exited: list[bool] = []
+
+    def act(self, obs):
+        try:
+            while True:
+                time.sleep(0.01)
+        finally:
+            Sleepy.exited.append(True)
+
+
+class Cheat(Agent):
+    """Always passes, legal or not."""
+
+    name = "cheat"
+
+    def act(self, obs):
+        return len(obs["action_mask"]) - 1
+
+
+def _client_with(monkeypatch, cls, **kwargs):
+    monkeypatch.setitem(AGENTS, cls.name, cls)
+    opponents = Opponents(allowed=[*ALLOWED_AGENTS, cls.name])
+    return TestClient(create_app(Games(limit=50), opponents=opponents, **kwargs))
+
+
+def _game_where_the_person_moves_first(client, opponent):
+    for seed in range(50):  # a deal where seat 0 leads: the opponent moves after the person
+        view = client.post("/api/games", json={"seed": seed, "opponents": [opponent]}).json()
+        if not view["events"] and view["stalled"] is None:
+            return view
+    raise AssertionError("no deal had seat 0 lead")
+
+
+def test_an_opponent_that_raises_leaves_the_move_standing_and_the_game_playable(monkeypatch):
+    client = _client_with(monkeypatch, Faulty)
+    view = _game_where_the_person_moves_first(client, "faulty")
+    action = first_move(view)
+    response = client.post(f"/api/games/{view['id']}/move", json={"action": action})
+    assert response.status_code == 200
+    stalled = response.json()
+    assert stalled["events"][0]["seat"] == 0 and stalled["events"][0]["action"] == action  # the move stands
+    assert stalled["stalled"] == {
+        "seat": 1,
+        "agent": "faulty",
+        "error": "faulty failed: RuntimeError: the opponent's own bug",
+    }
+    assert stalled["to_play"] == 1
+    assert client.get(f"/api/games/{view['id']}/replay").json()["rounds"][0]["moves"] == [[0, action]]
+    refused = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(stalled)})
+    assert refused.status_code == 409 and "POST .../resume" in refused.json()["error"]
+    again = client.post(f"/api/games/{view['id']}/resume", json={})  # the same opponent tries again, and fails again
+    assert again.status_code == 200 and again.json()["stalled"]["seat"] == 1
+    replaced = client.post(f"/api/games/{view['id']}/resume", json={"fallback": True}).json()
+    assert replaced["stalled"] is None and replaced["agents"] == ["you", FALLBACK_AGENT]
+    assert replaced["replaced"] == [{"seat": 1, "was": "faulty", "now": FALLBACK_AGENT}]
+    assert replaced["events"][0]["seat"] == 1 and replaced["to_play"] in (0, None)
+    assert play_to_end(client, replaced)["result"]["why"]
+    assert client.post(f"/api/games/{view['id']}/resume", json={}).status_code == 409  # nothing is waiting
+
+
+def test_a_retry_lets_an_opponent_that_recovers_play_on(monkeypatch):
+    monkeypatch.setattr(Faulty, "failures", 1)
+    client = _client_with(monkeypatch, Faulty)
+    view = client.post("/api/games", json={"seed": 3, "opponents": ["faulty"], "seat": 1}).json()
+    if view["stalled"] is None:  # the person leads: the opponent's first move follows theirs
+        view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    assert view["stalled"]["agent"] == "faulty"
+    resumed = client.post(f"/api/games/{view['id']}/resume", json={"fallback": False}).json()
+    assert resumed["stalled"] is None and resumed["agents"][0] == "faulty" and resumed["replaced"] == []
+    assert play_to_end(client, resumed)["over"]
+
+
+def test_a_move_past_the_time_budget_is_stopped_and_the_game_goes_on(monkeypatch):
+    client = _client_with(monkeypatch, Sleepy, move_seconds=0.2)
+    Sleepy.exited.clear()
+    view = client.post("/api/games", json={"seed": 1, "opponents": ["sleepy"], "seat": 1}).json()
+    if view["stalled"] is None:  # seat 1 leads: the person moves first
+        view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    assert view["stalled"] == {
+        "seat": 0,
+        "agent": "sleepy",
+        "error": "sleepy's move: it took more than 0.2 s and was stopped",
+    }
+    assert Sleepy.exited == [True]  # its thread left the move: stopped, not abandoned
+    view = client.post(f"/api/games/{view['id']}/resume", json={"fallback": True}).json()
+    assert play_to_end(client, view)["over"]
+
+
+def test_an_illegal_move_from_an_opponent_is_refused_and_named(monkeypatch):
+    client = _client_with(monkeypatch, Cheat)
+    view = _game_where_the_person_moves_first(client, "cheat")
+    view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    assert view["stalled"]["error"] == "cheat chose action 56, which is not legal here"
+    assert len(client.get(f"/api/games/{view['id']}/replay").json()["rounds"][0]["moves"]) == 1
+
+
+def test_a_full_server_refuses_before_any_opponent_is_built(monkeypatch):
+    built = []
+
+    class Counted(Faulty):
+        name = "counted"
+
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setitem(AGENTS, "counted", Counted)
+    app = create_app(Games(limit=1), opponents=Opponents(allowed=[*ALLOWED_AGENTS, "counted"]))
+    client = TestClient(app)
+    assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201
+    response = client.post("/api/games", json={"seed": 2, "opponents": ["counted"]})
+    assert response.status_code == 503 and built == []
+
+
+def test_opponents_are_seeded_by_seat_and_the_same_seed_plays_the_same_game(client):
+    body = {"preset": "standard_3p", "seed": 11, "opponents": ["search:worlds=8", "random"], "seat": 2}
+    views = [client.post("/api/games", json=body).json() for _ in range(2)]
+    for _ in range(2):
+        views = [client.post(f"/api/games/{v['id']}/move", json={"action": first_move(v)}).json() for v in views]
+    records = [client.get(f"/api/games/{v['id']}/replay").json()["rounds"] for v in views]
+    assert records[0] == records[1] and views[0]["seed"] == 11
+
+
+def test_the_terminal_seeds_each_opponent_by_its_seat(monkeypatch):
+    from block_env.apps import terminal
+    from block_env.seeding import seat_seed
+
+    seeds = {}
+
+    def spy(spec, rules, seed=None):
+        agent = make_agent(spec, rules, seed=seed)
+        seeds[len(seeds)] = seed
+        return agent
+
+    monkeypatch.setattr(terminal, "make_agent", spy)
+
+    def leave(prompt):
+        raise EOFError  # the person leaves at the first prompt: the opponents are seated by then
+
+    with pytest.raises(EOFError):
+        terminal.play_in_terminal(PRESETS["standard_3p"], ["random"], seed=5, read=leave, write=lambda _: None)
+    assert list(seeds.values()) == [seat_seed(5, 1), seat_seed(5, 2)]

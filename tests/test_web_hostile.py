@@ -5,6 +5,7 @@ calls never get a 5xx nor change a game they were refused on."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -13,6 +14,7 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
+from block_env.agents import PRETRAINED_DIR  # noqa: E402
 from block_env.apps import web  # noqa: E402
 from block_env.apps.web import Games, create_app  # noqa: E402
 
@@ -155,3 +157,53 @@ def test_a_finished_game_makes_room_sooner_than_one_in_play():
     assert new_game(client, 3).status_code == 201
     assert client.get(f"/api/games/{in_play['id']}").status_code == 200
     assert client.get(f"/api/games/{finished['id']}").status_code == 404
+
+
+def test_only_the_operators_agent_folders_are_served_and_other_paths_get_one_answer(tmp_path):
+    mine = tmp_path / "agents" / "mine"
+    shutil.copytree(PRETRAINED_DIR / "standard_vector", mine)
+    (tmp_path / "agents" / "notes").mkdir()  # not an agent folder
+    outside = tmp_path / "outside"
+    shutil.copytree(PRETRAINED_DIR / "standard_vector", outside)  # a real agent folder, not offered
+    client = TestClient(create_app(Games(limit=10), agents_dirs=[tmp_path / "agents"]))
+    assert f"policy:{mine}" in client.get("/api/options").json()["agents"]
+    assert client.post("/api/games", json={"seed": 1, "opponents": [f"policy:{mine}"]}).status_code == 201
+    guided = f"search:worlds=8,prior=policy:{mine}"
+    assert client.post("/api/games", json={"seed": 1, "opponents": [guided]}).status_code == 201
+    answers = set()
+    for path in [
+        outside,
+        tmp_path / "missing",
+        "/etc",
+        tmp_path / "agents" / "notes",
+        tmp_path / "agents",
+        f"{mine}/..",
+    ]:
+        for spec in [f"policy:{path}", f"search:prior=policy:{path}"]:
+            response = client.post("/api/games", json={"seed": 1, "opponents": [spec]})
+            assert response.status_code == 403
+            answers.add(response.json()["error"].replace(repr(spec), "SPEC"))
+    assert len(answers) == 1 and "is not offered by this server" in answers.pop()
+
+
+def test_a_missing_agents_dir_is_refused_at_start(tmp_path):
+    with pytest.raises(ValueError, match="not a folder"):
+        create_app(agents_dirs=[tmp_path / "nope"])
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("search:worlds=1025", "at most 1024 worlds"),
+        (
+            "search:belief=prior,prior=pretrained:standard_vector,worlds=257",
+            "belief=prior (4 deals a world) plays at most 256",
+        ),
+        ("openspiel:ismcts,simulations=100000000", "at most 2000 simulations"),
+        ("openspiel:mcts,simulations=2001", "at most 2000 simulations"),
+    ],
+)
+def test_every_option_that_sets_an_agents_work_is_bounded(spec, message):
+    client = TestClient(create_app(Games(limit=10)))
+    response = client.post("/api/games", json={"seed": 1, "opponents": [spec]})
+    assert response.status_code == 422 and message in response.json()["error"], response.json()
