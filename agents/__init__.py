@@ -6,6 +6,7 @@ policies and a human at the terminal. Build one from a spec string with :func:`m
 - ``policy:PATH`` (an agent folder written by training)
 - ``pretrained:NAME`` (a trained agent shipped with the package: :data:`PRETRAINED`)
 - ``openspiel:ismcts`` or ``openspiel:mcts,simulations=200`` (OpenSpiel's search bots)
+- ``solved:PATH`` (the average policy ``block-dominoes solve`` wrote into PATH)
 - ``human``
 """
 
@@ -83,6 +84,10 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         if rest not in PRETRAINED:
             raise ValueError(f"unknown pretrained agent {rest!r}; shipped: {', '.join(PRETRAINED) or 'none'}")
         return "policy", {"path": str(PRETRAINED_DIR / rest)}
+    if name == "solved":
+        if not rest:
+            raise ValueError("the solved agent needs a path: solved:PATH (a solve's --out folder)")
+        return name, {"path": rest}
     kwargs: dict[str, Any] = {}
     items = [item for item in rest.split(",") if item]
     if name == OPENSPIEL:
@@ -92,7 +97,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
             )
         kwargs["bot"] = items.pop(0).strip()
     elif name not in AGENTS:
-        known = [*AGENTS, "policy:PATH", "pretrained:NAME", "openspiel:BOT"]
+        known = [*AGENTS, "policy:PATH", "pretrained:NAME", "openspiel:BOT", "solved:PATH"]
         raise ValueError(f"unknown agent {name!r}; agents: {', '.join(known)}")
     for item in items:
         key, eq, value = item.partition("=")
@@ -122,6 +127,10 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         from block_env.agents.policy import PolicyAgent
 
         return PolicyAgent(rules, seed, observation, **kwargs)
+    if name == "solved":
+        from block_env.agents.solved import SolvedAgent
+
+        return SolvedAgent(rules, seed, observation or "history", **kwargs)
     agent_class = _openspiel_agent_class() if name == OPENSPIEL else AGENTS[name]
     try:
         if observation is None:  # each agent reads its own default encoding

@@ -185,13 +185,22 @@ def cmd_exploit(args: argparse.Namespace) -> int:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    try:
-        from block_env.training.solve import solve
-    except ImportError as e:
-        raise ValueError(f"solve needs the [openspiel] extra (pip install 'block-env[openspiel]'): {e}") from None
-    solve(args.rules, args.iterations, _output_folder(args.out), agents=args.agents, progress=not args.quiet)
+    from block_env.rules import Rules
+    from block_env.training.solve import solve
+
+    changes = {k: v for k, v in (("max_pip", args.max_pip), ("hand_size", args.hand_size)) if v is not None}
+    rules = Rules.preset(args.rules).replace(**changes)
+    solve(
+        rules,
+        args.iterations,
+        _output_folder(args.out),
+        agents=args.agents,
+        progress=not args.quiet,
+        algorithm=args.algorithm,
+        until=args.until,
+    )
     print((Path(args.out) / "summary.md").read_text())
-    print(f"wrote {args.out}: average_policy.json, nash_conv.csv, nash_conv.png, agents.csv, summary.md")
+    print(f"wrote {args.out}: policy.npz, nash_conv.csv, nash_conv.png, agents.csv, summary.md, solve.json")
     return 0
 
 
@@ -308,9 +317,15 @@ def _add_train_rllib(sub: Any) -> None:
 
 
 def _add_solve(sub: Any) -> None:
-    p = sub.add_parser("solve", help="CFR+ and exact NashConv on the small sets (extra [openspiel])")
-    p.add_argument("--rules", choices=("tiny", "small"), default="tiny", help="a set small enough for exact methods")
-    p.add_argument("--iterations", type=_positive_int, default=100, help="CFR+ iterations (default 100)")
+    p = sub.add_parser("solve", help="CFR+ and exact NashConv on the small two-player sets (docs/solver.md)")
+    p.add_argument(
+        "--rules", choices=("tiny", "small", "medium"), default="tiny", help="a set small enough for exact methods"
+    )
+    p.add_argument("--max-pip", type=_positive_int, help="override the preset's set (e.g. 4: double-four)")
+    p.add_argument("--hand-size", type=_positive_int, help="override the preset's tiles per hand")
+    p.add_argument("--iterations", type=_positive_int, default=100, help="iterations (default 100)")
+    p.add_argument("--algorithm", choices=("cfr+", "dcfr"), default="cfr+", help="CFR+ (default) or discounted CFR")
+    p.add_argument("--until", type=float, help="stop once NashConv is at most this share of the mean award (e.g. 0.01)")
     p.add_argument("--agents", nargs="*", default=[], help="agent specs whose exact NashConv to measure")
     p.add_argument("--out", default="runs/solve", help="folder for the policy, the NashConv curve and the table")
     p.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -186,4 +186,6 @@ PRESETS: dict[str, Rules] = {
     # Small enough for exact game-theoretic methods (docs/openspiel.md): 2 players, 2 tiles each.
     "tiny": Rules(max_pip=2, hand_size=2),
     "small": Rules(max_pip=3, hand_size=2),
+    # Solved by the project's own solver (docs/solver.md): the double-three set, 2 players x 3 tiles.
+    "medium": Rules(max_pip=3, hand_size=3),
 }
