@@ -10,9 +10,10 @@ from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.policy import PolicyAgent
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights, move_score
 from block_env.agents.search_belief import move_log_likelihoods
-from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, sample_hidden_hands
+from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out
 from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
+from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
 from block_env.rules import Rules
 from block_env.tiles import ends_after

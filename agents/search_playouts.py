@@ -1,8 +1,8 @@
-"""The search agent's compiled parts: determinizations (hidden hands dealt consistently with
-what a seat knows) and fast playouts of many worlds at once on the batched engine.
+"""The search agent's compiled parts: fast playouts of many worlds at once on the batched
+engine (its determinizations are the core's :func:`block_env.hidden_hands.sample_hidden_hands`).
 
 The playouts move with the batched engine's own compiled move (``BatchedGames.step``), so the
-rules stay in one place; only the playout policy and the sampling are the search's.
+rules stay in one place; only the playout policy is the search's.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import numpy as np
 from numba import njit
 
 from block_env.agents.scripted import move_score
-from block_env.batched import BatchedGames, BatchResults, next_random, shuffle_in_place
-from block_env.rules import Rules
+from block_env.batched import BatchedGames, BatchResults, next_random
 
 #: A playout policy: the moves of ``games`` (indices into a batch) given their legal masks.
 MoveChooser = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -59,42 +58,6 @@ def heuristic_moves(batch: BatchedGames, weights: tuple[float, float, float], ep
         return actions
 
     return choose
-
-
-def sample_hidden_hands(
-    rules: Rules,
-    *,
-    hand: int,
-    unseen: int,
-    hand_counts: tuple[int, ...],
-    voids: tuple[int, ...],
-    worlds: int,
-    attempts: int,
-    seed: int,
-) -> np.ndarray:
-    """(worlds, P, T) bool: deals of the ``unseen`` tiles (a bitmask) to relative seats
-    1..P-1, ``hand_counts`` each, consistent with the suits each has shown it lacks (``voids``,
-    bitmasks over suits); relative seat 0 holds ``hand``. Seats with more voids are dealt
-    first; a deal that fails is shuffled again, and the last of ``attempts`` ignores voids.
-    The determinizations of a search agent."""
-    ts = rules.tile_set
-    n = rules.num_players
-    hands = np.zeros((worlds, n, ts.num_tiles), dtype=bool)
-    hands[:, 0, [i for i in range(ts.num_tiles) if hand >> i & 1]] = True
-    tile_suits = np.array([(1 << a) | (1 << b) for a, b in ts.tiles], dtype=np.int64)
-    order = np.array(sorted(range(1, n), key=lambda r: -voids[r].bit_count()), dtype=np.int64)
-    streams = np.random.default_rng(seed).integers(0, 2**63, size=worlds, dtype=np.uint64)
-    _sample_hands_kernel(
-        np.array([i for i in range(ts.num_tiles) if unseen >> i & 1], dtype=np.int64),
-        tile_suits,
-        order,
-        np.array(voids, dtype=np.int64),
-        np.array(hand_counts, dtype=np.int64),
-        attempts,
-        streams,
-        hands,
-    )
-    return hands
 
 
 #: The scripted agents' move score, compiled for the playout kernel.
@@ -150,34 +113,3 @@ def _playout_kernel(
             if score > best:
                 best = score
                 actions[j] = b
-
-
-@njit(cache=True, nogil=True)
-def _sample_hands_kernel(unseen, tile_suits, order, voids, need, attempts, streams, hands):  # pragma: no cover
-    size = len(unseen)
-    pool = np.empty(size, dtype=np.int64)
-    taken = np.empty(size, dtype=np.bool_)
-    for w in range(hands.shape[0]):
-        state = streams[w]
-        for attempt in range(attempts):
-            pool[:] = unseen
-            state = shuffle_in_place(pool, state)
-            taken[:] = False
-            hands[w, 1:, :] = False
-            ok = True
-            for r in order:
-                void = voids[r] if attempt < attempts - 1 else 0  # the last resort ignores voids
-                got = 0
-                for p in range(size):
-                    if got == need[r]:
-                        break
-                    if not taken[p] and (tile_suits[pool[p]] & void) == 0:
-                        taken[p] = True
-                        hands[w, r, pool[p]] = True
-                        got += 1
-                if got < need[r]:
-                    ok = False
-                    break
-            if ok:
-                break
-        streams[w] = state

@@ -14,6 +14,7 @@ import numpy as np
 import pyspiel
 
 from block_env.engine import Match, Round
+from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import encoder, layout_for
 from block_env.render import seat_name
 from block_env.rules import PRESETS, Rules
@@ -270,27 +271,29 @@ class BlockDominoesState(pyspiel.State):
         return state
 
 
+#: Tries at a deal that respects every shown void; the last one ignores them (a last resort).
+RESAMPLE_ATTEMPTS = 200
+
+
 def resample_position(rnd: Round, player: int, rng: random.Random) -> Round:
     """``rnd`` with the other seats' current hands dealt again from the tiles ``player`` cannot
-    see, each seat keeping its count and holding none of the suits it passed on."""
-    ts = rnd.tiles
-    pool = [t for t in range(ts.num_tiles) if not (rnd.hands[player] | rnd.played) >> t & 1]
-    others = sorted((s for s in range(rnd.num_players) if s != player), key=lambda s: -rnd.voids[s].bit_count())
+    see, each seat keeping its count and holding none of the suits it passed on (the search
+    agents' sampler, :func:`block_env.hidden_hands.sample_hidden_hands`, seeded from ``rng``)."""
+    n = rnd.num_players
+    view = rnd.public_view(player)
+    (dealt,) = sample_hidden_hands(
+        rnd.rules,
+        hand=view.hand,
+        unseen=view.unseen,
+        hand_counts=view.hand_counts,
+        voids=view.voids,
+        worlds=1,
+        attempts=RESAMPLE_ATTEMPTS,
+        seed=rng.getrandbits(63),
+    )
     hands = list(rnd.hands)
-    for attempt in range(200):
-        left = pool[:]
-        rng.shuffle(left)
-        ok = True
-        for seat in others:
-            void = rnd.voids[seat] if attempt < 199 else 0
-            fits = [t for t in left if not ((1 << ts.tiles[t][0] | 1 << ts.tiles[t][1]) & void)][: rnd.counts[seat]]
-            if len(fits) < rnd.counts[seat]:
-                ok = False
-                break
-            hands[seat] = sum(1 << t for t in fits)
-            left = [t for t in left if t not in fits]
-        if ok:
-            break
+    for r in range(1, n):  # relative seat r is seat player + r
+        hands[(player + r) % n] = sum(1 << int(t) for t in np.flatnonzero(dealt[r]))
     position = rnd.copy()
     position.hands = hands
     return position

@@ -23,6 +23,7 @@ MODULES = [
     "block_env.vector_env",
     "block_env.episodes",
     "block_env.observations",
+    "block_env.hidden_hands",
     "block_env.opponents",
     "block_env.validation",
     "block_env.agents",
