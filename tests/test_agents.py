@@ -30,13 +30,14 @@ def test_every_agent_plays_only_legal_actions(preset, observation):
             for s in range(rules.num_players)
         ]
         steps = 0
-        while not all(env.terminations.values()) and steps < 400:
+        while not all(env.terminations.values()) and steps < 5000:
             agent = env.agent_selection
             obs = env.observe(agent)
             action = agents[env.agent_name_mapping[agent]].act(obs)
             assert obs["action_mask"][action] == 1
             env.step(action)
             steps += 1
+        assert all(env.terminations.values()), "the match did not end"
 
 
 @pytest.mark.parametrize(
@@ -240,10 +241,11 @@ def test_batched_baselines_choose_as_they_do_one_by_one(preset):
     greedy = make_agent("greedy", rules)
     assert greedy.act_batch(None, np.array(masks)).tolist() == [greedy.act(o) for o in observations]
     random_agent = make_agent("random", rules, seed=1)
-    chosen = np.stack([random_agent.act_batch(None, np.array(masks)) for _ in range(30)])
+    chosen = np.stack([random_agent.act_batch(None, np.array(masks)) for _ in range(300)])
     assert all(m[a] for row in chosen for m, a in zip(masks, row))
-    for j, mask in enumerate(masks):
-        assert set(chosen[:, j].tolist()) == set(np.flatnonzero(mask).tolist()) or mask.sum() > 4
+    assert any(mask.sum() > 4 for mask in masks)
+    for j, mask in enumerate(masks):  # every legal move drawn, however many there are
+        assert set(chosen[:, j].tolist()) == set(np.flatnonzero(mask).tolist())
 
 
 GUIDED = [

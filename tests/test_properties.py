@@ -112,12 +112,13 @@ def test_same_seed_same_actions_same_game_bit_for_bit(preset, seed, episode, obs
         rng = np.random.default_rng(seed)
         out = []
         steps = 0
-        while not all(env.terminations.values()) and steps < 300:
+        while not all(env.terminations.values()) and steps < 5000:
             for agent in env.possible_agents:
                 out.append(env.observe(agent)["observation"].tobytes())
             out.append(repr(env.rewards))
             env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
             steps += 1
+        assert all(env.terminations.values()), "the game did not end"
         return out
 
     assert trace(raw_env(preset, episode=episode, observation=observation)) == trace(

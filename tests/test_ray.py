@@ -69,16 +69,28 @@ def test_eval_cli_runs_on_ray_and_streams_records(tmp_path):
 
 
 def test_rllib_env_is_turn_based_with_masks_and_scaled_zero_sum_rewards():
+    """Move for move the AEC env's game (a twin fed the same moves): its seat to play, its
+    masks, and at the end each seat's zero-sum value of the round times reward_scale."""
+    from block_env import raw_env
+
     env = make_rllib_env({"rules": "standard", "reward_scale": 0.05})
+    twin = raw_env("standard", reward="zero_sum")
     obs, _ = env.reset(seed=4)
-    rewards, done = {}, False
+    twin.reset(seed=4)
+    rewards, done, moves = {}, False, 0
     while not done:
         (agent,) = obs
         mask = obs[agent]["action_mask"]
-        assert mask.dtype == np.float32 and mask.sum() >= 1
-        obs, rewards, terminated, _, _ = env.step({agent: int(np.flatnonzero(mask)[0])})
-        done = terminated["__all__"]
-    assert sum(rewards.values()) == pytest.approx(0.0) and any(rewards.values())
+        assert agent == twin.agent_selection and mask.dtype == np.float32
+        np.testing.assert_array_equal(mask, twin.observe(agent)["action_mask"])
+        action = int(np.flatnonzero(mask)[moves % int(mask.sum())])
+        obs, rewards, terminated, _, _ = env.step({agent: action})
+        twin.step(action)
+        done, moves = terminated["__all__"], moves + 1
+    assert all(twin.terminations.values()) and len(twin.results) == 1
+    values = twin.results[0].side_values("zero_sum")
+    assert any(values)
+    assert rewards == {f"player_{seat}": pytest.approx(0.05 * v) for seat, v in enumerate(values)}
 
 
 def test_tiny_rllib_training_checkpoints_resumes_and_exports(local_ray, tmp_path):

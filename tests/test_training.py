@@ -276,7 +276,7 @@ def _play_with(agent, rules: Rules) -> None:
     env.reset(seed=1)
     rng = np.random.default_rng(1)
     steps = 0
-    while not all(env.terminations.values()) and steps < 300:
+    while not all(env.terminations.values()) and steps < 5000:
         obs = env.observe(env.agent_selection)
         if env.agent_name_mapping[env.agent_selection] == 0:
             action = agent.act(obs)
@@ -285,6 +285,7 @@ def _play_with(agent, rules: Rules) -> None:
             action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
         env.step(action)
         steps += 1
+    assert all(env.terminations.values()), "the match did not end"
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
