@@ -22,7 +22,7 @@ from block_env.agents.policy import PolicyAgent
 from block_env.batched import BatchedGames
 from block_env.observations import BatchEncoder
 from block_env.rules import Rules
-from block_env.tiles import ends_after
+from block_env.tiles import ends_after, replay_ends
 
 #: Each observed move's likelihood is (1 - FLOOR) * the model's probability + FLOOR / legal
 #: moves: a model that is sure but wrong about one move must not rule a deal out.
@@ -64,19 +64,13 @@ def move_log_likelihoods(
     everyone = np.arange(num_worlds)
     free_opening = rules.first_lead == "lot" and rules.next_lead != "heaviest"
     observations, masks, explaining = [], [], []
-    ends: tuple[int, int] | None = None
-    for j, (seat, action) in enumerate(moves):
-        if action == ts.pass_action:
-            games.step(np.full(num_worlds, action), everyone, check=False)
-            continue
-        after = ends_after(ts, ends, action)
-        if seat != 0 and (j > 0 or free_opening):
+    for j, (seat, action, ends, after) in enumerate(replay_ends(ts, moves)):
+        if action != ts.pass_action and seat != 0 and (j > 0 or free_opening):
             observations.append(encode(games, everyone, np.full(num_worlds, seat)))
             masks.append(games.legal_mask(everyone))
             tile = action >> 1  # both sides of a tile explain the move when they give the same line
             explaining.append([a for a in (2 * tile, 2 * tile + 1) if ends_after(ts, ends, a) == after])
         games.step(np.full(num_worlds, action), everyone, check=False)
-        ends = after
     if not observations:
         return np.zeros(num_worlds)
     num_turns = len(observations)

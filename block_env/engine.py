@@ -19,7 +19,7 @@ from typing import Any
 
 from block_env.options import REWARDS
 from block_env.rules import Rules
-from block_env.tiles import Tile, TileSet, bit_indices, ends_after, format_tile
+from block_env.tiles import Tile, TileSet, bit_indices, format_tile, replay_ends
 from block_env.validation import is_int
 
 DOMINO = "domino"
@@ -391,18 +391,15 @@ class Round:
     def line(self) -> list[Tile]:
         """The line left to right, each tile oriented so touching halves meet."""
         line: list[Tile] = []
-        ends: tuple[int, int] | None = None
-        for _, action in self.moves:
+        for _, action, ends, new in replay_ends(self.tiles, self.moves):
             if action == self.tiles.pass_action:
                 continue
-            new = ends_after(self.tiles, ends, action)
             if ends is None:
                 line.append(new)
             elif action & 1:
                 line.append((ends[1], new[1]))
             else:
                 line.insert(0, (new[0], ends[0]))
-            ends = new
         return line
 
     # -- play ---------------------------------------------------------------------------

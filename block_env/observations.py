@@ -28,7 +28,7 @@ from block_env.batched import PLAYED, BatchedGames
 from block_env.engine import PublicView, Round
 from block_env.options import ENCODINGS
 from block_env.rules import Rules, resolve_rules
-from block_env.tiles import bit_indices, ends_after
+from block_env.tiles import bit_indices, replay_ends
 from block_env.validation import check_choice
 
 #: How a piece is stored: "bits" pieces are 0/1 and come first in a player encoding (the
@@ -410,16 +410,11 @@ def _placed(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
 
 def _placed_facing(enc: Encoder, rnd: Round, seat: int, piece: Piece) -> int:
     n, t, s = enc.num_players, enc.num_tiles, enc.num_suits
-    ts = enc.rules.tile_set
     bits = 0
-    ends: tuple[int, int] | None = None
-    for mover, action in rnd.moves:
-        if action == enc.pass_action:
-            continue
-        if ends is not None:
+    for mover, action, ends, _ in replay_ends(enc.rules.tile_set, rnd.moves):
+        if action != enc.pass_action and ends is not None:  # the opening faced no ends
             row = ((mover - seat) % n * t + (action >> 1)) * s
             bits |= 1 << (row + ends[0]) | 1 << (row + ends[1])
-        ends = ends_after(ts, ends, action)
     return bits
 
 
@@ -901,19 +896,17 @@ def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, A
     ``played`` (sorted tiles), ``opening`` (tile or None), ``leader`` (seat or None),
     ``voids`` (sorted suits each seat has passed on) and ``passes`` (trailing passes)."""
     ts = rules.tile_set
-    ends: tuple[int, int] | None = None
+    ends: tuple[int, int] | None = None  # after the last move
     played = []
     voids = [0] * rules.num_players
     passes = 0
-    for seat, action in moves:
-        if action == ts.pass_action:
-            assert ends is not None, "the leader always opens"
+    for seat, action, _, ends in replay_ends(ts, moves):
+        if action == ts.pass_action:  # a pass leaves the ends as they were
             voids[seat] |= (1 << ends[0]) | (1 << ends[1])  # docs/rules.md, a pass proves neither end fits
             passes += 1
             continue
         passes = 0
         played.append(ts.tiles[action >> 1])
-        ends = ends_after(ts, ends, action)
     return {
         "ends": ends,
         "played": sorted(played),

@@ -8,6 +8,7 @@ int bitmasks over tile indices (bit i = tile i): legality is then one AND per op
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -130,6 +131,32 @@ def ends_after(tiles: TileSet, ends: tuple[int, int] | None, action: int) -> tup
     if action & 1:
         return (left, y if x == right else x)
     return (y if x == left else x, right)
+
+
+def replay_ends(
+    tiles: TileSet, moves: Iterable[tuple[int, int]]
+) -> Iterator[tuple[int, int, tuple[int, int] | None, tuple[int, int]]]:
+    """Each of ``moves`` ((seat, action), oldest first, from an empty line) as (seat, action,
+    the line's ends before it, after it): the ends before are None for the opening, and a pass
+    leaves them as they were. Every replay of a round's record that asks which ends a tile or
+    a pass faced reads them here.
+
+    Examples:
+        >>> ts = tile_set(6)
+        >>> opening, on_right = ts.action((3, 5), 0), ts.action((5, 6), 1)
+        >>> [(before, after) for _, _, before, after in replay_ends(ts, [(0, opening), (1, on_right), (0, ts.pass_action)])]
+        [(None, (3, 5)), ((3, 5), (3, 6)), ((3, 6), (3, 6))]
+    """
+    ends: tuple[int, int] | None = None
+    for seat, action in moves:
+        if action != tiles.pass_action:
+            after = ends_after(tiles, ends, action)
+        elif ends is None:
+            raise ValueError(f"seat {seat} passed before the opening: the round's leader always opens")
+        else:
+            after = ends
+        yield seat, action, ends, after
+        ends = after
 
 
 def bit_indices(mask: int) -> list[int]:
