@@ -36,17 +36,20 @@ from block_env.validation import check_int
 BOTS = ("ismcts", "mcts")
 
 
-def agent_observation(state: BlockDominoesState, player: int) -> Observation:
-    """What ``player`` observes in ``state``, as the environments give it to agents."""
+def agent_observation(state: BlockDominoesState, player: int, encoding: str = "vector") -> Observation:
+    """What ``player`` observes in ``state`` in ``encoding``, as the environments give it to
+    agents (each agent reads its own: ``agent.observation``)."""
     game = state.get_game()
     mask = np.zeros(game.num_distinct_actions(), dtype=np.int8)
     if state.current_player() == player:
         mask[state.legal_actions()] = 1
-    return {"observation": np.asarray(state.observation_tensor(player), dtype=np.float32), "action_mask": mask}
+    return {"observation": state.observation_in(player, encoding), "action_mask": mask}
 
 
 class AgentBot(pyspiel.Bot):
-    """A pyspiel.Bot that plays one of our agents from its seat's observation."""
+    """A pyspiel.Bot that plays one of our agents from its seat's observation, in the encoding
+    the agent reads (``agent.observation``: a trained agent's agent.json's, "history" for a
+    search with ``belief=prior``)."""
 
     def __init__(self, agent: Agent, player: int) -> None:
         pyspiel.Bot.__init__(self)
@@ -54,7 +57,7 @@ class AgentBot(pyspiel.Bot):
         self.player = player
 
     def step(self, state: BlockDominoesState) -> int:
-        return int(self.agent.act(agent_observation(state, self.player)))
+        return int(self.agent.act(agent_observation(state, self.player, self.agent.observation)))
 
     def restart_at(self, state: BlockDominoesState) -> None:
         self.agent.reset()
@@ -67,7 +70,8 @@ class AgentBot(pyspiel.Bot):
 
 
 def make_bot(spec: str, game: BlockDominoesGame, player: int, seed: int | None = None) -> pyspiel.Bot:
-    """Any agent spec as a ``pyspiel.Bot`` playing ``player`` in ``game``.
+    """Any agent spec as a ``pyspiel.Bot`` playing ``player`` in ``game``, reading its own
+    encoding (as at the arena's table).
 
     Examples:
         >>> import pyspiel
@@ -83,8 +87,9 @@ def make_bot(spec: str, game: BlockDominoesGame, player: int, seed: int | None =
 
 class AgentPolicy(policy_lib.Policy):
     """An agent as an OpenSpiel policy over every seat: the probability 1 on the action it
-    chooses (seeded per information state, so that a search agent is one fixed policy), or
-    uniform for the random agent. For exact best responses and NashConv on small games."""
+    chooses reading its own encoding (seeded per information state, so that a search agent is
+    one fixed policy), or uniform for the random agent. For exact best responses and NashConv
+    on small games."""
 
     def __init__(self, spec: str, game: BlockDominoesGame) -> None:
         super().__init__(game, list(range(game.num_players())))
@@ -102,7 +107,7 @@ class AgentPolicy(policy_lib.Policy):
         key = (player, state.information_state_string(player))
         if key not in self._chosen:
             self.agent.reset(seed=zlib.crc32(key[1].encode()))
-            self._chosen[key] = int(self.agent.act(agent_observation(state, player)))
+            self._chosen[key] = int(self.agent.act(agent_observation(state, player, self.agent.observation)))
         return {action: float(action == self._chosen[key]) for action in legal}
 
 
@@ -115,6 +120,9 @@ class OpenSpielAgent(Agent):
             with random rollouts at their leaves.
         simulations: playouts per decision.
         uct_c: the exploration constant.
+
+    Same seed, same moves: every draw of the bot (its rollouts, and IS-MCTS's hidden tiles
+    dealt again) comes from the agent's seeded stream.
     """
 
     name = "openspiel"
@@ -148,6 +156,9 @@ class OpenSpielAgent(Agent):
         evaluator = mcts.RandomRolloutEvaluator(n_rollouts=1, random_state=random_state)
         if self.bot_name == "ismcts":
             bot = ismcts.ISMCTSBot(self.game, evaluator, self.uct_c, self.simulations, random_state=random_state)
+            # OpenSpiel's own resampler draws from a sampler seeded by the system's entropy, not by
+            # the bot: this one draws from the bot's seeded stream (same seed, same game).
+            bot.set_resampler(lambda state, player: state.resample_from_infostate(player, random_state.uniform))
         else:  # plain MCTS on this one determinization
             bot = mcts.MCTSBot(self.game, self.uct_c, self.simulations, evaluator, random_state=random_state)
         action = int(bot.step(state))
@@ -159,19 +170,7 @@ class OpenSpielAgent(Agent):
         """A game state this seat cannot tell from the real one, in its own frame (it sits at
         seat 0): its hand and the public facts of its observation, the hidden tiles dealt
         consistently with the other seats' counts and the suits they passed on."""
-        view = self.view(obs)
-        n = self.rules.num_players
-        position = Round.from_position(
-            self.rules,
-            [view.hand] + [0] * (n - 1),
-            ends=view.ends,
-            played=view.played,
-            current=view.to_play if view.to_play is not None else 0,
-            leader=view.leader,
-            passes=view.passes,
-            voids=list(view.voids),
-        )
-        position.counts = list(view.hand_counts)
+        position = Round.from_view(self.view(obs))
         state = self.game.new_initial_state()
         state.enter_position(resample_position(position, 0, random.Random(self.rng.getrandbits(31))))
         return state

@@ -16,9 +16,11 @@ import pyspiel
 from block_env.engine import Match, Round
 from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import encoder, layout_for
+from block_env.options import ENCODINGS
 from block_env.render import seat_name
 from block_env.rules import PRESETS, Rules
 from block_env.tiles import bit_indices, format_tile
+from block_env.validation import check_choice
 
 EPISODES = ("round", "match")
 #: A match is cut off after this many rounds (OpenSpiel needs a bound on a game's length; a
@@ -240,6 +242,16 @@ class BlockDominoesState(pyspiel.State):
     def current_round(self) -> Round | None:
         """The engine's round being played (None while the first deal is being made)."""
         return None if self.match is None or self.is_dealing() else self.match.round
+
+    def observation_in(self, player: int, encoding: str) -> np.ndarray:
+        """What ``player`` observes of the round being played in any of this project's
+        encodings ("vector", "history", "tracked"): the observation tensor is the vector's and
+        the information-state tensor the history's; an agent reads the one it was built for."""
+        check_choice("encoding", encoding, ENCODINGS)
+        rnd = self.current_round()
+        if rnd is None or self.match is None:
+            raise ValueError("no round is being played: the deal is still being made")
+        return encoder(self.rules, encoding)(rnd, player, self.match.scores)
 
     def resample_from_infostate(
         self, player_id: int, probability_sampler: Callable[[], float] | None

@@ -5,6 +5,7 @@ coincide, the observer's tensors, and CFR+ on the tiny set."""
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -13,8 +14,27 @@ pyspiel = pytest.importorskip("pyspiel")
 
 import block_env.openspiel  # noqa: E402, F401  (registers block_dominoes)
 from block_env import PRESETS, Rules, decode_observation, raw_env  # noqa: E402
+from block_env.agents import PRETRAINED, PRETRAINED_DIR, make_agent  # noqa: E402
+from block_env.agents.policy import load_agent_metadata  # noqa: E402
+from block_env.engine import Round, deal  # noqa: E402
+from block_env.episodes import play_moves  # noqa: E402
 from block_env.observations import encoder  # noqa: E402
-from block_env.openspiel import make_bot, rules_from_parameters  # noqa: E402
+from block_env.openspiel import AgentPolicy, make_bot, resample_position, rules_from_parameters  # noqa: E402
+
+#: The search that infers the opponent's hand from its moves (it reads the history encoding).
+INFERRING_SEARCH = "search:prior=pretrained:standard_vector,playout=policy,belief=prior"
+
+
+def preset_of(rules: Rules) -> str:
+    return next(name for name, preset in PRESETS.items() if preset == rules)
+
+
+#: Every agent the project ships that reads an encoding of its own, on the preset it plays
+#: (the inferring search with fewer worlds than its default, to keep the test short).
+SHIPPED = [
+    (f"pretrained:{name}", preset_of(Rules.from_dict(load_agent_metadata(PRETRAINED_DIR / name)["rules"])))
+    for name in PRETRAINED
+] + [(INFERRING_SEARCH + ",worlds=16", "standard")]
 
 
 def random_play(state, rng, step=None):
@@ -99,6 +119,10 @@ def test_the_game_and_the_engine_agree_move_by_move(preset):
                 name = f"player_{seat}"
                 assert np.array_equal(state.observation_tensor(seat), env.observe(name)["observation"])
                 assert np.array_equal(state.information_state_tensor(seat), history.observe(name)["observation"])
+                for encoding in ("vector", "history", "tracked"):
+                    assert np.array_equal(
+                        state.observation_in(seat, encoding), env.observe(name, encoding)["observation"]
+                    )
             action = int(rng.choice(state.legal_actions()))
             state.apply_action(action)
             env.step(action)
@@ -187,6 +211,47 @@ def test_a_resampled_state_looks_the_same_to_the_player():
     assert len(seen) > 1  # the hidden tiles were dealt otherwise
 
 
+def test_observation_in_names_what_it_cannot_give():
+    state = pyspiel.load_game("block_dominoes(preset=tiny)").new_initial_state()
+    with pytest.raises(ValueError, match="the deal is still being made"):
+        state.observation_in(0, "vector")
+    while state.is_chance_node():
+        state.apply_action(state.chance_outcomes()[0][0])
+    with pytest.raises(ValueError, match="encoding must be one of 'vector', 'history', 'tracked'; got 'pixels'"):
+        state.observation_in(0, "pixels")
+
+
+def test_resampled_positions_keep_the_players_view_and_follow_the_seed():
+    """Every hidden hand dealt again keeps its count and none of the suits its seat passed on;
+    the player's hand and the public record stay; the same seed deals the same hands."""
+    rules = PRESETS["standard_3p"]
+    ts = rules.tile_set
+    checked = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        rnd = Round.start(rules, deal(rules, rng), "heaviest")
+        while rnd.result is None and not any(rnd.voids):
+            legal = rnd.legal_actions()
+            rnd.apply(legal[rng.randrange(len(legal))])
+        if rnd.result is not None:
+            continue
+        player = rnd.current
+        position = resample_position(rnd, player, random.Random(seed))
+        assert position.hands[player] == rnd.hands[player]
+        assert position.played == rnd.played and position.moves == rnd.moves
+        assert position.public_view(player) == rnd.public_view(player)
+        dealt = [position.hands[s] for s in range(rules.num_players)]
+        assert sum(h.bit_count() for h in dealt) == sum(rnd.counts)
+        assert not any(a & b for i, a in enumerate(dealt) for b in dealt[i + 1 :])  # no tile dealt twice
+        assert not any(h & rnd.played for h in dealt)
+        for seat in range(rules.num_players):
+            assert position.hands[seat].bit_count() == rnd.counts[seat]
+            assert not any(rnd.voids[seat] >> v & 1 for tile in ts.tiles_of(position.hands[seat]) for v in tile)
+        assert resample_position(rnd, player, random.Random(seed)).hands == position.hands
+        checked += 1
+    assert checked >= 5
+
+
 def test_cfr_plus_brings_the_tiny_games_nash_conv_down():
     from open_spiel.python.algorithms import cfr, exploitability
     from open_spiel.python.policy import UniformRandomPolicy
@@ -204,6 +269,87 @@ def test_any_agent_spec_is_a_bot_in_openspiels_loop():
     bots = [make_bot(spec, game, seat, seed=seat) for seat, spec in enumerate(["greedy", "search:worlds=8", "random"])]
     returns = pyspiel.evaluate_bots(game.new_initial_state(), bots, 5)
     assert len(returns) == 3 and sum(returns) == pytest.approx(0.0)
+
+
+def deal_by_chance(state, rng) -> None:
+    while state.is_chance_node():
+        outcomes, probs = zip(*state.chance_outcomes())
+        state.apply_action(int(rng.choice(outcomes, p=np.array(probs) / sum(probs))))
+
+
+@pytest.mark.parametrize(("spec", "preset"), SHIPPED)
+def test_every_shipped_agent_is_a_bot_reading_its_own_encoding(spec, preset):
+    """Whole games in OpenSpiel's evaluate_bots; and on one deal the bot makes the same moves
+    as the same agent at the arena's table, which hands each player its own encoding."""
+    game = pyspiel.load_game(f"block_dominoes(preset={preset})")
+    specs = [spec] + ["greedy"] * (game.num_players() - 1)
+    for seed in range(2):
+        bots = [make_bot(s, game, seat, seed=seat) for seat, s in enumerate(specs)]
+        returns = pyspiel.evaluate_bots(game.new_initial_state(), bots, seed)
+        assert len(returns) == game.num_players() and sum(returns) == pytest.approx(0.0)
+
+    state = game.new_initial_state()
+    deal_by_chance(state, np.random.default_rng(5))
+    rnd = state.current_round()
+    bots = [make_bot(s, game, seat, seed=seat) for seat, s in enumerate(specs)]
+    ours = []
+    while not state.is_terminal():
+        seat = state.current_player()
+        ours.append((seat, bots[seat].step(state)))
+        state.apply_action(ours[-1][1])
+    env = raw_env(game.rules)
+    env.reset(
+        seed=0, options={"hands": [game.rules.tile_set.tiles_of(h) for h in rnd.dealt_hands()], "leader": rnd.leader}
+    )
+    players = [make_agent(s, game.rules, seed=seat) for seat, s in enumerate(specs)]
+    trained = spec.startswith("pretrained:")
+    reads = load_agent_metadata(PRETRAINED_DIR / spec.split(":")[1])["observation"] if trained else "history"
+    assert players[0].observation == reads  # its agent.json's encoding; the belief search's history
+    assert [(move.seat, move.action) for move in play_moves(env, players)] == ours
+
+
+@pytest.mark.parametrize(("spec", "preset"), SHIPPED)
+def test_every_shipped_agent_is_a_policy_over_information_states(spec, preset):
+    """At each decision of a game: probability 1 on one legal move, the same from another
+    AgentPolicy of the same spec (one fixed policy), and for a trained agent the move it
+    makes reading its own encoding at the arena's table."""
+    game = pyspiel.load_game(f"block_dominoes(preset={preset})")
+    first, second = AgentPolicy(spec, game), AgentPolicy(spec, game)
+    agent = make_agent(spec, game.rules)
+    state = game.new_initial_state()
+    rng = np.random.default_rng(6)
+    deal_by_chance(state, rng)
+    rnd = state.current_round()
+    env = raw_env(game.rules)
+    env.reset(
+        seed=0, options={"hands": [game.rules.tile_set.tiles_of(h) for h in rnd.dealt_hands()], "leader": rnd.leader}
+    )
+    while not state.is_terminal():
+        probabilities = first.action_probabilities(state)
+        assert sorted(probabilities) == state.legal_actions() and sorted(probabilities.values())[-1] == 1.0
+        assert sum(probabilities.values()) == 1.0
+        assert second.action_probabilities(state) == probabilities
+        move = max(probabilities, key=probabilities.__getitem__)
+        if spec.startswith("pretrained:"):
+            assert agent.act(env.observe(env.agent_selection, agent.observation)) == move
+        action = int(rng.choice(state.legal_actions()))  # any move: the policy is asked everywhere
+        state.apply_action(action)
+        env.step(action)
+
+
+def test_ismcts_plays_the_same_game_from_the_same_seed():
+    """Same seeds, same moves over a whole round (its resampling draws from the bot's seeded
+    stream); the seed is what sets the game: other seeds play it otherwise."""
+
+    def game(seed: int) -> list[tuple[int, int]]:
+        env = raw_env("standard_3p")
+        env.reset(seed=11)
+        players = [make_agent("openspiel:ismcts,simulations=20", "standard_3p", seed=seed + s) for s in range(3)]
+        return [(move.seat, move.action) for move in play_moves(env, players)]
+
+    moves = game(5)
+    assert game(5) == moves
+    assert any(game(seed) != moves for seed in (6, 7, 8))
 
 
 @pytest.mark.parametrize("spec", ["openspiel:ismcts,simulations=20", "openspiel:mcts,simulations=20"])
