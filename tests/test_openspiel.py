@@ -403,3 +403,11 @@ def test_solve_writes_the_policy_the_curve_and_each_agents_exact_nash_conv(tmp_p
     assert all(abs(sum(p.values()) - 1) < 1e-6 for p in policy.values())
     for name in ("nash_conv.png", "nash_conv.csv", "agents.csv", "summary.md"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_solve_refuses_an_agent_trained_on_another_set_before_solving(tmp_path):
+    from block_env.training.solve import solve
+
+    with pytest.raises(ValueError, match=r"pretrained/standard was trained for .* it cannot play"):
+        solve("tiny", 1, tmp_path / "out", agents=["greedy", "pretrained:standard"], progress=False)
+    assert not (tmp_path / "out").exists()  # refused before any solving or writing

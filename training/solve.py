@@ -69,6 +69,8 @@ def solve(
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     if until is not None and not (isinstance(until, float | int) and 0 < until < 1):
         raise ValueError(f"until is a share of the mean award between 0 and 1, got {until!r}")
+    for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
+        make_agent(spec, resolved)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
