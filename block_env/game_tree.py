@@ -289,13 +289,14 @@ def _lay_out(
         has = counts > j
         slot_action[info_offset[:-1][has] + j] = action[first_child[info_node[has]] + j]
     roots = int(level_start[1])
+    index = np.int32 if num_nodes < 2**31 else np.int64  # node numbers, as compact as they fit
     return GameTree(
         rules=rules,
         player=player,
         infostate=infostate,
-        first_child=first_child,
+        first_child=first_child.astype(index),
         num_children=num_children,
-        parent=parent,
+        parent=parent.astype(index),
         action=action,
         value=value,
         level_start=level_start,
@@ -304,7 +305,7 @@ def _lay_out(
         root_leader=root_leader,
         info_seat=info_seat,
         info_hand=info_hand,
-        info_node=info_node,
+        info_node=info_node.astype(index),
         info_offset=info_offset,
         slot_action=slot_action,
     )

@@ -272,13 +272,25 @@ def test_solve_writes_a_policy_the_solved_agent_plays(tmp_path):
 
     assert (
         main(
-            ["solve", "--rules", "tiny", "--iterations", "50", "--agents", "greedy", "--out", str(tmp_path), "--quiet"]
+            [
+                "solve",
+                "--rules",
+                "tiny",
+                "--iterations",
+                "50",
+                "--agents",
+                "greedy",
+                f"solved:{tmp_path}",
+                "--out",
+                str(tmp_path),
+                "--quiet",
+            ]
         )
         == 0
     )
     summary = json.loads((tmp_path / "solve.json").read_text())
     assert summary["information_states"] == 516 and summary["iterations"] == 50
-    assert [row["agent"] for row in summary["agents"]] == ["CFR+ average policy", "greedy"]
+    assert [row["agent"] for row in summary["agents"]] == ["CFR+ average policy", "greedy", f"solved:{tmp_path}"]
     assert summary["curve"][-1]["nash_conv"] < 0.01 * summary["mean_award"]
     policy = read_policy(tmp_path)
     assert policy.rules == TINY and len(policy.info_seat) == 516

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from block_env.agents import make_agent
+from block_env.agents import make_agent, parse_spec
 from block_env.agents.solved import SolvedAgent
 from block_env.cfr import ALGORITHMS, POLICY_FILE, CFRSolver, mean_award, nash_conv, uniform_policy, write_policy
 from block_env.files import save_atomically, write_atomically, write_csv_atomically
@@ -69,9 +69,12 @@ def solve(
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     if until is not None and not (isinstance(until, float | int) and 0 < until < 1):
         raise ValueError(f"until is a share of the mean award between 0 and 1, got {until!r}")
-    for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
-        make_agent(spec, resolved)
     folder = Path(out)
+    for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
+        name, options = parse_spec(spec)
+        if name == "solved" and Path(options["path"]).resolve() in {folder.resolve(), (folder / POLICY_FILE).resolve()}:
+            continue  # the policy this solve writes
+        make_agent(spec, resolved)
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     tree = build_tree(resolved)
