@@ -68,6 +68,46 @@ def test_sets_and_action_layout():
     assert ts.tile_index((6, 3)) == ts.tile_index((3, 6))
 
 
+@pytest.mark.parametrize(
+    "preset, players, max_pip, hand, target, partnership, first_lead, next_lead, blocked, club",
+    [
+        ("standard", 2, 6, 7, 100, False, "lot", "rotate", "subtract_own", False),
+        ("standard_3p", 3, 6, 5, 61, False, "lot", "rotate", "subtract_own", False),
+        ("standard_4p", 4, 6, 5, 61, False, "lot", "rotate", "subtract_own", False),
+        ("partnership", 4, 6, 7, 100, True, "lot", "rotate", "subtract_own", False),
+        ("house", 2, 6, 7, 100, False, "heaviest", "winner", "others_total", False),
+        ("house_3p", 3, 6, 5, 100, False, "heaviest", "winner", "others_total", False),
+        ("house_4p", 4, 6, 5, 100, False, "heaviest", "winner", "others_total", False),
+        ("house_4p_full", 4, 6, 7, 100, False, "heaviest", "winner", "others_total", False),
+        ("highest_double", 2, 6, 7, 100, False, "heaviest", "heaviest", "subtract_own", False),
+        ("club", 2, 6, 7, 100, False, "lot", "rotate", "subtract_own", True),
+        ("hungarian", 2, 8, 7, 100, False, "lot", "rotate", "subtract_own", False),
+        ("double_nine_4p", 4, 9, 10, 61, False, "lot", "rotate", "subtract_own", False),
+        ("tiny", 2, 2, 2, 100, False, "lot", "rotate", "subtract_own", False),
+        ("small", 2, 3, 2, 100, False, "lot", "rotate", "subtract_own", False),
+        ("medium", 2, 3, 3, 100, False, "lot", "rotate", "subtract_own", False),
+    ],
+)
+def test_each_preset_is_the_game_the_rules_page_names(
+    preset, players, max_pip, hand, target, partnership, first_lead, next_lead, blocked, club
+):
+    """docs/rules.md's table of presets, field by field (a double-eight set is max_pip 8...)."""
+    rules = Rules.preset(preset)
+    assert (rules.num_players, rules.max_pip, rules.resolved_hand_size, rules.resolved_target) == (
+        players,
+        max_pip,
+        hand,
+        target,
+    )
+    assert (rules.partnership, rules.first_lead, rules.next_lead, rules.blocked_scoring, rules.club_doubling) == (
+        partnership,
+        first_lead,
+        next_lead,
+        blocked,
+        club,
+    )
+
+
 def test_presets_and_unknown_preset():
     assert PRESETS["standard"] == Rules()
     assert Rules.preset("partnership").partnership
