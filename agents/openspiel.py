@@ -170,19 +170,7 @@ class OpenSpielAgent(Agent):
         """A game state this seat cannot tell from the real one, in its own frame (it sits at
         seat 0): its hand and the public facts of its observation, the hidden tiles dealt
         consistently with the other seats' counts and the suits they passed on."""
-        view = self.view(obs)
-        n = self.rules.num_players
-        position = Round.from_position(
-            self.rules,
-            [view.hand] + [0] * (n - 1),
-            ends=view.ends,
-            played=view.played,
-            current=view.to_play if view.to_play is not None else 0,
-            leader=view.leader,
-            passes=view.passes,
-            voids=list(view.voids),
-        )
-        position.counts = list(view.hand_counts)
+        position = Round.from_view(self.view(obs))
         state = self.game.new_initial_state()
         state.enter_position(resample_position(position, 0, random.Random(self.rng.getrandbits(31))))
         return state

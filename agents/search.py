@@ -286,22 +286,24 @@ class SearchAgent(Agent):
 
     def _lay_out(self, games: BatchedGames, views: list[PublicView], hands: np.ndarray, sizes: list[int]) -> None:
         """Lay out ``games`` (``hands``: (N, P, T) bool, this seat 0 and to move) at each view's
-        position, ``sizes[i]`` consecutive games per view."""
+        position (:meth:`Round.from_view`), ``sizes[i]`` consecutive games per view."""
         num_tiles = self.rules.tile_set.num_tiles
+        positions = [Round.from_view(k) for k in views]
 
         def per_game(facts: list) -> np.ndarray:  # each view's public facts, once per game of its block
             return np.repeat(np.array(facts), sizes, axis=0)
 
         games.set_positions(
             hands,
-            ends=per_game([(-1, -1) if k.ends is None else k.ends for k in views]),
-            played=per_game([[k.played >> i & 1 for i in range(num_tiles)] for k in views]).astype(bool),
-            current=0,
-            leader=per_game([k.leader for k in views]),
-            passes=per_game([k.passes for k in views]),
-            voids=per_game([k.voids for k in views]),
+            ends=per_game([(r.left, r.right) for r in positions]),  # -1 for an empty line
+            played=per_game([[r.played >> i & 1 for i in range(num_tiles)] for r in positions]).astype(bool),
+            current=per_game([r.current for r in positions]),
+            leader=per_game([r.leader for r in positions]),
+            passes=per_game([r.passes for r in positions]),
+            voids=per_game([r.voids for r in positions]),
+            # What observations show beyond a position: the opening tile, the match scores.
             opening=per_game([-1 if k.opening is None else k.opening for k in views]),
-            scores=per_game([k.scores for k in views]),  # what a guided network reads
+            scores=per_game([k.scores for k in views]),
         )
 
     def _batch(self, size: int) -> BatchedGames:
@@ -333,17 +335,7 @@ class SearchAgent(Agent):
         values = [[0.0] * len(worlds) for _ in legal]
         bits = 1 << np.arange(worlds.shape[2], dtype=object)
         for w, dealt in enumerate(worlds):
-            hands = [int(bits[row].sum()) for row in dealt]
-            world = Round.from_position(
-                self.rules,
-                hands,
-                ends=k.ends,
-                played=k.played,
-                current=0,
-                leader=k.leader,
-                passes=k.passes,
-                voids=k.voids,
-            )
+            world = Round.from_view(k, [int(bits[row].sum()) for row in dealt])
             for j, action in enumerate(legal):
                 rnd = world.copy()
                 rnd.apply(action)

@@ -273,6 +273,39 @@ class Round:
             r.voids = list(voids)
         return r
 
+    @classmethod
+    def from_view(cls, view: PublicView, hands: Sequence[int] | None = None) -> Round:
+        """The round at ``view``'s position in its seat's frame (that seat is seat 0): the public
+        facts (the ends, the tiles played, the leader, passes, voids; the seat to move is the
+        view's, seat 0 once the round is over) with ``hands`` dealt (one bitmask per seat, as a
+        search samples them), or by default the seat's own hand alone and the others' counts as
+        the view shows them, for a resampler to deal. The move history is not rebuilt.
+
+        Examples:
+            >>> from block_env import Rules
+            >>> rnd = Round.start(Rules(), [0b111, 0b111000], lead=0)
+            >>> rnd.apply(0)
+            >>> position = Round.from_view(rnd.public_view(1))
+            >>> position.ends, position.current, position.counts
+            ((0, 0), 0, [3, 2])
+        """
+        n = view.rules.num_players
+        if hands is not None and len(hands) != n:
+            raise ValueError(f"hands holds one bitmask per seat ({n}), got {len(hands)}")
+        r = cls.from_position(
+            view.rules,
+            [view.hand] + [0] * (n - 1) if hands is None else hands,
+            ends=view.ends,
+            played=view.played,
+            current=0 if view.to_play is None else view.to_play,
+            leader=view.leader,
+            passes=view.passes,
+            voids=view.voids,
+        )
+        if hands is None:
+            r.counts = list(view.hand_counts)
+        return r
+
     def copy(self) -> Round:
         """An independent copy (the moves list is copied; everything else is immutable)."""
         r = Round.__new__(Round)
