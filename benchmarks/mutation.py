@@ -83,7 +83,8 @@ TARGETS = {
     "batched": Target("block_env/batched.py", ("tests/test_batched.py", "tests/test_vector_env.py")),
     "decoder": Target(
         "block_env/observations.py",
-        ("tests/test_env.py", "tests/test_edges.py", "tests/test_properties.py", "tests/test_api_edges.py"),
+        ("tests/test_decoders.py", "tests/test_env.py", "tests/test_edges.py", "tests/test_properties.py")
+        + ("tests/test_api_edges.py",),
         functions=DECODER,
     ),
 }
@@ -213,16 +214,17 @@ def run_tests(copy_root: Path, tests: tuple[str, ...], timeout: float) -> tuple[
     first on the path."""
     started = time.perf_counter()
     command = [
-        sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider",
+        sys.executable, "-P", "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider",
         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-o", f"timeout={int(timeout)}",
         *(str(ROOT / t) for t in tests),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(copy_root), "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        done = subprocess.run(command, cwd=copy_root, env=env, capture_output=True, text=True, timeout=timeout + 60)
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 60)
         passed = done.returncode == 0
         failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
-        first = failed[0].split(" - ")[0] if failed else done.stdout.strip()[-200:]
+        errors = [line for line in done.stderr.splitlines() if "Error" in line]
+        first = failed[0].split(" - ")[0] if failed else (errors[-1] if errors else done.stdout.strip()[-200:])
         first = first[first.find("tests/") :] if "tests/" in first else first
     except subprocess.TimeoutExpired:
         passed, first = False, "timed out"  # a mutant that loops forever is caught by the time limit
@@ -245,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         copy_root = Path(folder)
         shutil.copytree(ROOT / "block_env", copy_root / "block_env", ignore=shutil.ignore_patterns("__pycache__"))
         check = subprocess.run(
-            [sys.executable, "-c", "import block_env.engine as m; print(m.__file__)"],
-            cwd=copy_root, env={**os.environ, "PYTHONPATH": str(copy_root)}, capture_output=True, text=True,
+            [sys.executable, "-P", "-c", "import block_env.engine as m; print(m.__file__)"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(copy_root)}, capture_output=True, text=True,
         )  # fmt: skip
         if not check.stdout.startswith(str(copy_root)):
             raise SystemExit(f"the tests would not import the copy: block_env is {check.stdout.strip()}")
@@ -263,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {target.file}:{m.line} {m.function or '<module>'}: {m.description}")
                 continue
             original = (ROOT / target.file).read_text()
+            # A canary: a module that fails on import must fail the tests, or they are not
+            # reading the copy.
+            (copy_root / target.file).write_text('raise ImportError("mutation canary")\n' + original)
+            if run_tests(copy_root, target.tests, args.timeout)[0]:
+                raise SystemExit(f"{name}: the tests passed with the module broken: they do not import the copy")
             # The unmutated module as the mutants are written (ast.unparse: no comments, its own
             # layout) must pass, or a kill could be the rewriting's doing.
             (copy_root / target.file).write_text(ast.unparse(ast.parse(original)))
