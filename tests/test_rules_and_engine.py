@@ -315,3 +315,38 @@ def test_seed_streams_are_named_stable_and_independent():
     for bad in (-1, 1.5, True):
         with pytest.raises(ValueError, match="root seed"):
             derive_seed(bad, "env")
+
+
+def test_a_round_rebuilt_from_a_seats_view_is_the_same_position_in_its_frame():
+    """Round.from_view at every turn of a random three-player round: the public facts rotated
+    so that the viewing seat is seat 0, its own hand (or every hand, when given), and the same
+    legal moves; a wrong number of hands is refused."""
+    from block_env.engine import Round
+
+    rules = Rules(num_players=3)
+    n = rules.num_players
+    rng = random.Random(4)
+    match = Match(rules, seed=4)
+    rnd = match.round
+    while rnd.result is None:
+        seat = rnd.current
+        view = rnd.public_view(seat)
+        turned = [(seat + r) % n for r in range(n)]
+        for hands in (None, [rnd.hands[s] for s in turned]):
+            position = Round.from_view(view, hands)
+            assert (position.ends, position.played, position.passes, position.current) == (
+                rnd.ends,
+                rnd.played,
+                rnd.passes,
+                0,
+            )
+            assert position.counts == [rnd.counts[s] for s in turned]
+            assert position.voids == [rnd.voids[s] for s in turned]
+            assert position.leader == (rnd.leader - seat) % n
+            assert position.hands[0] == rnd.hands[seat] and position.legal_actions() == rnd.legal_actions()
+            if hands is not None:
+                assert position.hands == hands
+        with pytest.raises(ValueError, match=r"hands holds one bitmask per seat \(3\), got 2"):
+            Round.from_view(view, [rnd.hands[seat], 0])
+        rnd.apply(rng.choice(rnd.legal_actions()))
+    assert len(rnd.moves) > n  # several turns checked
