@@ -350,3 +350,11 @@ def test_a_round_rebuilt_from_a_seats_view_is_the_same_position_in_its_frame():
             Round.from_view(view, [rnd.hands[seat], 0])
         rnd.apply(rng.choice(rnd.legal_actions()))
     assert len(rnd.moves) > n  # several turns checked
+
+
+@pytest.mark.parametrize("lead", [-1, 2, 1.0, "first"])
+def test_a_lead_that_is_not_a_seat_is_refused_naming_the_seats(lead):
+    from block_env.engine import Round
+
+    with pytest.raises(ValueError, match=rf"leader must be a seat 0\.\.1, got {lead!r}"):
+        Round.start(Rules(), [0b111, 0b111000], lead)
