@@ -30,16 +30,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import inspect
 import json
 import logging
+import os
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +49,7 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -57,6 +59,7 @@ from block_env.agents.search import BELIEF_CANDIDATES, SearchAgent
 from block_env.apps import catalogue, coach
 from block_env.apps.budget import MoveBudget, OverBudget
 from block_env.apps.replay import explain, opening_index, replay, replay_round
+from block_env.apps.store import Conflict, Refused, Store, StoredGame, sqlite_url
 from block_env.engine import Round
 from block_env.episodes import Move, play_moves, step
 from block_env.options import EPISODES
@@ -67,14 +70,25 @@ from block_env.validation import is_int
 
 STATIC = Path(__file__).with_name("web_static")
 log = logging.getLogger(__name__)
-#: Games kept at once. A new game first makes room by dropping games idle for IDLE_SECONDS;
-#: when every kept game moved more recently than that, the new game is refused (503).
-MAX_GAMES = 1000
-#: A game nobody has touched (view, move, replay) for this long may be dropped to make room.
-IDLE_SECONDS = 30 * 60
-#: A finished game may be dropped to make room after this long untouched (its result and
-#: replay stay readable until then).
-FINISHED_IDLE_SECONDS = 10
+#: Games in active play at once (not finished, moved in within ACTIVE_SECONDS): a new game
+#: beyond them is refused (503). Finished games never count: they wait in the store as replays.
+MAX_ACTIVE_GAMES = 1000
+#: A game in play that nobody moved in for this long no longer counts as active (it stays
+#: playable until pruned after ABANDONED_SECONDS).
+ACTIVE_SECONDS = 30 * 60
+#: New games a minute from one address (a steady rate, with a minute's worth at once); 429 beyond.
+NEW_GAMES_PER_MINUTE = 30
+#: Games each worker process keeps built in memory (the store holds them all; an evicted game
+#: is dealt again and its moves replayed when next asked for).
+CACHED_GAMES = 500
+#: Pruning, every PRUNE_SECONDS: finished games older than KEEP_SECONDS or beyond the newest
+#: KEEP_FINISHED, and games in play nobody moved in for ABANDONED_SECONDS.
+KEEP_SECONDS = 30 * 24 * 3600
+KEEP_FINISHED = 100_000
+ABANDONED_SECONDS = 7 * 24 * 3600
+PRUNE_SECONDS = 600
+#: The list of replays shows this many games a page.
+REPLAYS_PER_PAGE = 25
 #: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
 MAX_BODY_BYTES = 256 * 1024
 #: What a web request may ask of an agent: every option that sets an agent's work is bounded.
@@ -160,7 +174,67 @@ class WebGame:
     paused: bool = False  # a round of a match just ended: the page shows it until /next
     stalled: dict[str, Any] | None = None  # {"seat", "agent", "error"}: an opponent failed
     replaced: list[dict[str, Any]] = field(default_factory=list)  # {"seat", "was", "now"}: fallbacks seated
+    version: int = 0  # the store's version this state is (or was saved as)
+    discarded: bool = False  # a save found the game changed meanwhile: build it again from the store
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def restore(cls, stored: StoredGame) -> WebGame:
+        """The game as its row holds it: dealt again from its seed, its moves stepped. A game
+        whose row has an opponent to move and no failure was cut short while that opponent
+        thought (the server stopped): it waits for /resume, as after a failure."""
+        settings = GameSettings.from_dict({**stored.settings, "specs": stored.state["specs"]})
+        game = start_game(stored.id, settings)
+        for action in stored.state["moves"]:
+            game.env.step(action)
+        game.moves = list(stored.state["moves"])
+        game.paused, game.stalled = stored.state["paused"], stored.state["stalled"]
+        game.replaced = list(stored.state["replaced"])
+        game.version = stored.version
+        if not (game.over or game.paused or game.stalled is not None):
+            seat = game.env.seat_of(game.env.agent_selection)
+            if seat != game.seat:
+                game.stalled = {"seat": seat, "agent": game.names[seat], "error": "the server stopped during its move"}
+        return game
+
+    def catch_up(self, stored: StoredGame) -> bool:
+        """Bring this game up to a newer row of it by stepping the moves saved since (False
+        when the row is not this game's continuation: build it again)."""
+        moves = stored.state["moves"]
+        if moves[: len(self.moves)] != self.moves:
+            return False
+        for action in moves[len(self.moves) :]:
+            self.env.step(action)
+            self.moves.append(action)
+        for seat, spec in enumerate(stored.state["specs"]):
+            if spec != self.specs[seat]:
+                self.agents[seat] = _build_agent(spec, self.rules, seat_seed(self.seed, seat))
+                self.specs[seat] = spec
+        self.paused, self.stalled = stored.state["paused"], stored.state["stalled"]
+        self.replaced = list(stored.state["replaced"])
+        self.version = stored.version
+        return True
+
+    def state(self) -> dict[str, Any]:
+        """What the store keeps of the game beyond its settings."""
+        return {
+            "moves": self.moves,
+            "paused": self.paused,
+            "stalled": self.stalled,
+            "replaced": self.replaced,
+            "specs": self.specs,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """A finished game in the list of replays."""
+        return {
+            "preset": self.preset,
+            "episode": self.episode,
+            "seat": self.seat,
+            "agents": self.names,
+            "scores": list(self.env.scores),
+            "rounds": len(self.env.results),
+        }
 
     @property
     def names(self) -> list[str]:
@@ -311,67 +385,109 @@ class WebGame:
 
 
 class Games:
-    """The games in play, by id (thread-safe). At most ``limit`` are kept: a new game makes
-    room by dropping games nobody has touched for ``idle_seconds`` (``finished_seconds`` for
-    a game that is over), least recently used first, and is refused with 503 when there are
-    none; a game someone touched more recently than that is never dropped."""
+    """Every game, kept in a :class:`Store` (a temporary SQLite one by default), the ones in
+    use built in this process (at most ``cached``, least recently used dropped first). A
+    request reads the game's row; the built game is used when it is that version, brought up to
+    it (the moves saved since, stepped) or built again from the row otherwise, so any worker
+    process can answer any game's request. Limits: ``max_active`` games in active play, and
+    ``new_games_per_minute`` per address (0: none)."""
 
     def __init__(
         self,
-        limit: int = MAX_GAMES,
-        idle_seconds: float = IDLE_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-        finished_seconds: float = FINISHED_IDLE_SECONDS,
+        store: Store | None = None,
+        *,
+        max_active: int = MAX_ACTIVE_GAMES,
+        active_seconds: float = ACTIVE_SECONDS,
+        new_games_per_minute: int = NEW_GAMES_PER_MINUTE,
+        cached: int = CACHED_GAMES,
+        keep_seconds: float | None = KEEP_SECONDS,
+        keep_finished: int | None = KEEP_FINISHED,
+        abandoned_seconds: float = ABANDONED_SECONDS,
     ) -> None:
+        self.store = Store.temporary() if store is None else store
+        self.max_active = max_active
+        self.active_seconds = active_seconds
+        self.new_games_per_minute = new_games_per_minute
+        self.cached = cached
+        self.keep_seconds = keep_seconds
+        self.keep_finished = keep_finished
+        self.abandoned_seconds = abandoned_seconds
         self._games: OrderedDict[str, WebGame] = OrderedDict()  # least recently used first
-        self._used: dict[str, float] = {}
         self._lock = threading.Lock()
-        self.limit = limit
-        self.idle_seconds = idle_seconds
-        self.finished_seconds = min(finished_seconds, idle_seconds)
-        self.clock = clock
 
     def __len__(self) -> int:
+        """Games built in this process."""
         return len(self._games)
 
-    def check_room(self) -> None:
-        """503 unless one more game fits (after dropping droppable games): asked before a new
-        game's agents are built or move, and again by ``add``."""
-        with self._lock:
-            if len(self._games) >= self.limit:
-                self._make_room(self.clock())
-
-    def add(self, game: WebGame) -> None:
-        with self._lock:
-            if len(self._games) >= self.limit:
-                self._make_room(self.clock())
-            self._games[game.id] = game
-            self._used[game.id] = self.clock()
-
-    def _make_room(self, now: float) -> None:
-        """Drop droppable games, least recently used first, until one more fits (or 503)."""
-        for game_id, game in list(self._games.items()):
-            idle = now - self._used[game_id]
-            if idle >= self.idle_seconds or (game.over and idle >= self.finished_seconds):
-                del self._games[game_id], self._used[game_id]
-                if len(self._games) < self.limit:
-                    return
-        raise BadRequest(
-            f"the server is full: {self.limit} games are in play (a game idle for {self.idle_seconds:.0f} s, "
-            f"or finished and idle for {self.finished_seconds:.0f} s, makes room); try again later",
-            503,
+    def open(self, settings: GameSettings, address: str) -> WebGame:
+        """A new game, admitted by the store (429, 503) before its agents are built."""
+        game_id = secrets.token_hex(8)
+        self.store.open(
+            game_id,
+            address,
+            settings.as_dict(),
+            {"moves": [], "paused": False, "stalled": None, "replaced": [], "specs": settings.specs},
+            max_active=self.max_active,
+            active_seconds=self.active_seconds,
+            per_minute=self.new_games_per_minute,
         )
+        try:
+            game = start_game(game_id, settings)
+        except BadRequest:
+            self.store.discard(game_id)
+            raise
+        self._keep(game)
+        return game
 
     def get(self, game_id: str) -> WebGame:
-        """The game, marked as used now (404 if there is none)."""
+        """The game as its row says now (404 if there is none)."""
+        stored = self.store.load(game_id)
+        if stored is None:
+            raise BadRequest(f"no game with id {game_id!r} (it may have been pruned)", 404)
         with self._lock:
             game = self._games.get(game_id)
             if game is not None:
                 self._games.move_to_end(game_id)
-                self._used[game_id] = self.clock()
-        if game is None:
-            raise BadRequest(f"no game with id {game_id!r} (it may have been idle too long)", 404)
+        if game is not None:
+            with game.lock:
+                if not game.discarded and (game.version >= stored.version or game.catch_up(stored)):
+                    return game
+        game = WebGame.restore(stored)
+        self._keep(game)
         return game
+
+    def save(self, game: WebGame) -> None:
+        """Store the game's state before it is answered (409 if another request saved it meanwhile)."""
+        finished = game.over
+        try:
+            game.version = self.store.save(
+                game.id,
+                game.version,
+                game.state(),
+                summary=game.summary() if finished else None,
+                replay=game.replay() if finished else None,
+            )
+        except Conflict:
+            game.discarded = True
+            with self._lock:
+                if self._games.get(game.id) is game:
+                    del self._games[game.id]
+            raise BadRequest(
+                "another request changed this game meanwhile: reload it to see where it stands", 409
+            ) from None
+
+    def _keep(self, game: WebGame) -> None:
+        with self._lock:
+            self._games[game.id] = game
+            self._games.move_to_end(game.id)
+            while len(self._games) > self.cached:
+                self._games.popitem(last=False)
+
+    def prune(self) -> int:
+        """Delete old finished games and abandoned ones from the store; how many went."""
+        return self.store.prune(
+            keep_seconds=self.keep_seconds, keep_count=self.keep_finished, abandoned_seconds=self.abandoned_seconds
+        )
 
 
 # -- request checking ---------------------------------------------------------------------------
@@ -527,6 +643,13 @@ class GameSettings:
     seed: int
     specs: list[str | None]  # by seat; None: the person
 
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> GameSettings:
+        return cls(values["preset"], values["episode"], values["seat"], values["seed"], list(values["specs"]))
+
 
 def read_settings(body: dict[str, Any], opponents: Opponents) -> GameSettings:
     """A new game's request, checked field by field (BadRequest names what is wrong). Without
@@ -589,7 +712,12 @@ def _games(request: Request) -> Games:
 
 
 def _game(request: Request) -> WebGame:
+    """The request's game, read from the store (blocking: call it on a thread)."""
     return _games(request).get(request.path_params["game_id"])
+
+
+async def _load(request: Request) -> WebGame:
+    return await run_in_threadpool(_game, request)
 
 
 async def _on_agent_threads(request: Request, work: Callable[[], Any]) -> Any:
@@ -605,6 +733,29 @@ def _locked(game: WebGame, read: Any) -> Any:
 
 def _budget(request: Request) -> MoveBudget:
     return request.app.state.budget
+
+
+def _change(request: Request, game: WebGame, play: Callable[[], list[dict[str, Any]]]) -> dict[str, Any]:
+    """Under the game's lock: ``play`` (which refuses with BadRequest before changing anything),
+    then the game saved, then its view with the events. A game left half-changed by anything
+    else is built again from the store by the next request."""
+    with game.lock:
+        if game.discarded:
+            raise BadRequest("another request changed this game meanwhile: reload it to see where it stands", 409)
+        try:
+            events = play()
+            _games(request).save(game)
+        except BadRequest:
+            raise
+        except BaseException:
+            game.discarded = True
+            raise
+        return game.view(events)
+
+
+def _address(request: Request) -> str:
+    """The client's address (behind a trusted proxy, the one it forwarded: uvicorn's proxy headers)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
 async def options(request: Request) -> JSONResponse:
@@ -623,39 +774,42 @@ async def options(request: Request) -> JSONResponse:
 
 
 async def create(request: Request) -> JSONResponse:
-    """``POST /api/games``: a new game, played until it is the person's move. Room for it is
-    checked before its agents are built or move."""
+    """``POST /api/games``: a new game, played until it is the person's move. The store admits
+    it (rate and room) before its agents are built or move."""
     body = await _body(request, {"preset", "episode", "opponents", "seat", "seed"})
     games = _games(request)
     settings = read_settings(body, request.app.state.opponents)
-    games.check_room()
+    address = _address(request)
 
     def start() -> dict[str, Any]:
-        game = start_game(secrets.token_hex(8), settings)
-        with game.lock:
-            games.add(game)
-            return game.view(game.play_opponents(_budget(request)))
+        game = games.open(settings, address)
+        return _change(request, game, lambda: game.play_opponents(_budget(request)))
 
     return JSONResponse(await _on_agent_threads(request, start), status_code=201)
 
 
 async def show(request: Request) -> JSONResponse:
     """``GET /api/games/{id}``: the person's view."""
-    game = _game(request)
-    return JSONResponse(await run_in_threadpool(_locked, game, game.view))
+
+    def read() -> dict[str, Any]:
+        game = _game(request)
+        return _locked(game, game.view)
+
+    return JSONResponse(await run_in_threadpool(read))
 
 
 async def move(request: Request) -> JSONResponse:
     """``POST /api/games/{id}/move``: the person's move, and the agents' moves that follow."""
-    game = _game(request)
     body = await _body(request, {"action"})
     if "action" not in body:
         raise BadRequest("the body needs 'action' (an action id from the view's moves)")
-    action = _int(body, "action", None, 0, game.rules.tile_set.num_actions - 1)
-    assert action is not None
 
     def play() -> dict[str, Any]:
-        with game.lock:
+        game = _game(request)
+        action = _int(body, "action", None, 0, game.rules.tile_set.num_actions - 1)
+        assert action is not None
+
+        def person_moves() -> list[dict[str, Any]]:
             if game.over:
                 raise BadRequest("the game is over", 409)
             if game.paused:
@@ -666,24 +820,28 @@ async def move(request: Request) -> JSONResponse:
             if to_play != game.seat:
                 raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
             try:
-                events = game.play(action, _budget(request))
+                return game.play(action, _budget(request))
             except ValueError as e:  # the engine refused the move; nothing changed
                 raise BadRequest(str(e), 422) from None
-            return game.view(events)
+
+        return _change(request, game, person_moves)
 
     return JSONResponse(await _on_agent_threads(request, play))
 
 
 async def next_round(request: Request) -> JSONResponse:
     """``POST /api/games/{id}/next``: after a round of a match, deal the next."""
-    game = _game(request)
 
     def deal() -> dict[str, Any]:
-        with game.lock:
+        game = _game(request)
+
+        def next_deal() -> list[dict[str, Any]]:
             if not game.paused:
                 raise BadRequest("no finished round is waiting (the game is over or in play)", 409)
             game.paused = False
-            return game.view(game.play_opponents(_budget(request)))
+            return game.play_opponents(_budget(request))
+
+        return _change(request, game, next_deal)
 
     return JSONResponse(await _on_agent_threads(request, deal))
 
@@ -699,23 +857,124 @@ def _stalled_message(game: WebGame) -> str:
 async def resume(request: Request) -> JSONResponse:
     """``POST /api/games/{id}/resume`` ``{"fallback": bool}``: after an opponent failed, let it
     try its move again, or seat FALLBACK_AGENT in its place; the agents then play on."""
-    game = _game(request)
     body = await _body(request, {"fallback"})
     fallback = body.get("fallback", False)
     if not isinstance(fallback, bool):
         raise BadRequest(f"'fallback' must be true or false, got {fallback!r}")
 
     def go_on() -> dict[str, Any]:
-        with game.lock:
-            return game.view(game.resume(_budget(request), fallback))
+        game = _game(request)
+        return _change(request, game, lambda: game.resume(_budget(request), fallback))
 
     return JSONResponse(await _on_agent_threads(request, go_on))
 
 
 async def game_replay(request: Request) -> JSONResponse:
     """``GET /api/games/{id}/replay``: the game so far as a replay."""
-    game = _game(request)
-    return JSONResponse(await run_in_threadpool(_locked, game, game.replay))
+
+    def read() -> dict[str, Any]:
+        game = _game(request)
+        return _locked(game, game.replay)
+
+    return JSONResponse(await run_in_threadpool(read))
+
+
+def _page(request: Request) -> int:
+    text = request.query_params.get("page", "1")
+    if not (text.isdigit() and 1 <= int(text) <= 10**9):
+        raise BadRequest(f"'page' must be a page number from 1, got {text!r}")
+    return int(text)
+
+
+def _finished_page(request: Request, page: int) -> dict[str, Any]:
+    games, total = _games(request).store.finished(page, REPLAYS_PER_PAGE)
+    for game in games:
+        game["replay"] = f"/api/replays/{game['id']}"
+        game["page"] = f"/replays/{game['id']}"
+    pages = max(1, -(-total // REPLAYS_PER_PAGE))
+    return {"page": page, "pages": pages, "per_page": REPLAYS_PER_PAGE, "total": total, "games": games}
+
+
+async def replays(request: Request) -> JSONResponse:
+    """``GET /api/replays?page=N``: finished games, newest first, a page at a time."""
+    page = _page(request)
+    return JSONResponse(await run_in_threadpool(_finished_page, request, page))
+
+
+async def stored_replay(request: Request) -> JSONResponse:
+    """``GET /api/replays/{id}``: a finished game's replay, from the store."""
+    game_id = request.path_params["game_id"]
+    found = await run_in_threadpool(_games(request).store.replay, game_id)
+    if found is None:
+        raise BadRequest(f"no finished game with id {game_id!r} (it may be in play, or pruned)", 404)
+    return JSONResponse(found)
+
+
+def _html_page(title: str, body: str) -> HTMLResponse:
+    return HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<link rel="stylesheet" href="/static/style.css"></head><body><main>{body}</main></body></html>'
+    )
+
+
+async def replay_page(request: Request) -> HTMLResponse:
+    """``GET /replays/{id}``: a finished game's replay as a page: each round's deal, every move
+    in order and the result (the JSON opens in the replay viewer to step through)."""
+    game_id = request.path_params["game_id"]
+    found = await run_in_threadpool(_games(request).store.replay, game_id)
+    if found is None:
+        raise BadRequest(f"no finished game with id {game_id!r} (it may be in play, or pruned)", 404)
+    frames = replay(found)
+    agents = frames["agents"]
+    parts = [
+        f"<h1>Game {html.escape(game_id)}</h1><p>{html.escape(' / '.join(agents))}. "
+        f'<a href="/api/replays/{html.escape(game_id)}">JSON</a> · <a href="/replays">all finished games</a></p>'
+    ]
+    for number, rnd in enumerate(frames["rounds"], start=1):
+        deal = "".join(
+            f"<li>seat {s} ({html.escape(agents[s])}): {' '.join(f'{a}|{b}' for a, b in hand)}</li>"
+            for s, hand in enumerate(rnd[0]["hands"])
+        )
+        moves = "".join(
+            f"<li>seat {f['move']['seat']} ({html.escape(agents[f['move']['seat']])}): {html.escape(f['move']['text'])}</li>"
+            for f in rnd[1:]
+        )
+        result = rnd[-1]["result"]
+        parts.append(
+            f"<h2>Round {number}</h2><p>Dealt:</p><ul>{deal}</ul><p>Moves:</p><ol>{moves}</ol>"
+            f"<p>{html.escape(result['why'])}: {result['award']} points.</p>"
+        )
+    return _html_page(f"Game {game_id}", "".join(parts))
+
+
+async def replays_page(request: Request) -> HTMLResponse:
+    """``GET /replays?page=N``: the list of finished games as a page, each with its replay's link."""
+    listing = await run_in_threadpool(_finished_page, request, _page(request))
+    rows = "".join(
+        "<tr><td>{when}</td><td>{preset}</td><td>{episode}</td><td>{agents}</td><td>{scores}</td>"
+        '<td><a href="{page}">replay</a> · <a href="{replay}">JSON</a></td></tr>'.format(
+            when=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(g["finished"])),
+            preset=html.escape(g["preset"]),
+            episode=html.escape(g["episode"]),
+            agents=html.escape(" / ".join(g["agents"])),
+            scores=html.escape(" - ".join(str(v) for v in g["scores"])),
+            page=html.escape(g["page"]),
+            replay=html.escape(g["replay"]),
+        )
+        for g in listing["games"]
+    )
+    page, pages = listing["page"], listing["pages"]
+    links = " ".join(
+        [f'<a href="/replays?page={page - 1}">newer</a>'] * (page > 1)
+        + [f"page {page} of {pages}"]
+        + [f'<a href="/replays?page={page + 1}">older</a>'] * (page < pages)
+    )
+    return _html_page(
+        "Finished games",
+        f'<h1>Finished games</h1><p>{listing["total"]} games, newest first. <a href="/">Play</a></p>'
+        "<table><thead><tr><th>finished</th><th>rules</th><th>episode</th><th>seats</th><th>scores</th><th></th>"
+        f"</tr></thead><tbody>{rows}</tbody></table><p>{links}</p>",
+    )
 
 
 async def expand_replay(request: Request) -> JSONResponse:
@@ -739,7 +998,7 @@ async def opponents(request: Request) -> JSONResponse:
 
 async def _coach(request: Request, advice: Callable[[WebGame], dict[str, Any]]) -> JSONResponse:
     """The coach's ``advice`` on a game (block_env.apps.coach), on the agent threads."""
-    game = _game(request)
+    game = await _load(request)
 
     def work() -> dict[str, Any]:
         with game.lock:
@@ -772,8 +1031,9 @@ async def index(request: Request) -> FileResponse:
 
 
 async def refuse(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, BadRequest)
-    return JSONResponse({"error": str(exc)}, status_code=exc.status)
+    assert isinstance(exc, (BadRequest, Refused))
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, Refused) and exc.retry_after else None
+    return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=headers)
 
 
 ROUTES = [
@@ -789,6 +1049,10 @@ ROUTES = [
     Route("/api/games/{game_id}/hint", coach_hint),
     Route("/api/games/{game_id}/review", coach_review),
     Route("/api/replay", expand_replay, methods=["POST"]),
+    Route("/api/replays", replays),
+    Route("/api/replays/{game_id}", stored_replay),
+    Route("/replays", replays_page),
+    Route("/replays/{game_id}", replay_page),
     Mount("/static", StaticFiles(directory=STATIC), name="static"),
 ]
 
@@ -799,10 +1063,12 @@ def create_app(
     *,
     opponents: Opponents | None = None,
     move_seconds: float = MOVE_SECONDS,
+    prune_seconds: float = PRUNE_SECONDS,
 ) -> Starlette:
-    """The web app, holding ``games`` (a new store by default), offering the agents
+    """The web app, holding ``games`` (in a temporary store by default), offering the agents
     :class:`Opponents` allows (the folders in ``agents_dirs`` besides the named and shipped
-    agents; or ``opponents`` as given), each opponent's move stopped after ``move_seconds``.
+    agents; or ``opponents`` as given), each opponent's move stopped after ``move_seconds``;
+    while it runs, old games are pruned every ``prune_seconds``.
 
     Examples:
         >>> from starlette.testclient import TestClient
@@ -813,11 +1079,21 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async def prune_now_and_then() -> None:
+            while True:
+                try:
+                    await run_in_threadpool(app.state.games.prune)
+                except Exception:  # a busy or unreachable database: try again next time
+                    log.exception("pruning old games failed")
+                await asyncio.sleep(prune_seconds)
+
+        pruning = asyncio.create_task(prune_now_and_then())
         yield
+        pruning.cancel()
         app.state.agent_threads.shutdown(wait=False, cancel_futures=True)
         app.state.budget.close()
 
-    app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse}, lifespan=lifespan)
+    app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse, Refused: refuse}, lifespan=lifespan)
     app.state.games = Games() if games is None else games
     app.state.opponents = Opponents(agents_dirs) if opponents is None else opponents
     app.state.budget = MoveBudget(move_seconds)
@@ -825,16 +1101,76 @@ def create_app(
     return app
 
 
+#: The environment variable that hands ``serve``'s settings to its worker processes.
+SETTINGS_VARIABLE = "BLOCK_ENV_WEB_SETTINGS"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What ``block-dominoes serve`` sets up, the same in every worker process."""
+
+    store: str  # the database URL
+    agents_dirs: tuple[str, ...] = ()
+    move_seconds: float = MOVE_SECONDS
+    max_active: int = MAX_ACTIVE_GAMES
+    new_games_per_minute: int = NEW_GAMES_PER_MINUTE
+    keep_seconds: float | None = KEEP_SECONDS
+    keep_finished: int | None = KEEP_FINISHED
+
+    def app(self) -> Starlette:
+        games = Games(
+            Store(self.store),
+            max_active=self.max_active,
+            new_games_per_minute=self.new_games_per_minute,
+            keep_seconds=self.keep_seconds,
+            keep_finished=self.keep_finished,
+        )
+        return create_app(games, self.agents_dirs, move_seconds=self.move_seconds)
+
+
+def app_from_environment() -> Starlette:
+    """The app each of ``serve``'s workers runs (uvicorn's factory), from SETTINGS_VARIABLE."""
+    values = json.loads(os.environ[SETTINGS_VARIABLE])
+    return ServeSettings(**{**values, "agents_dirs": tuple(values["agents_dirs"])}).app()
+
+
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     write: Any = print,
+    *,
+    data: str | Path = "runs/web",
+    store: str | None = None,
+    workers: int = 1,
     agents_dirs: Sequence[str | Path] = (),
     move_seconds: float = MOVE_SECONDS,
+    max_active: int = MAX_ACTIVE_GAMES,
+    new_games_per_minute: int = NEW_GAMES_PER_MINUTE,
+    keep_seconds: float | None = KEEP_SECONDS,
+    keep_finished: int | None = KEEP_FINISHED,
 ) -> None:
-    """Run the app with uvicorn until interrupted."""
+    """Run the app with uvicorn until interrupted: ``workers`` processes sharing the store at
+    ``store`` (a database URL; by default SQLite in the folder ``data``)."""
     import uvicorn
 
-    app = create_app(agents_dirs=agents_dirs, move_seconds=move_seconds)  # refuses a bad --agents-dir first
-    write(f"block_env web app on http://{host}:{port}/ (Ctrl-C stops it)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    settings = ServeSettings(
+        store or sqlite_url(data),
+        tuple(str(d) for d in agents_dirs),
+        move_seconds,
+        max_active,
+        new_games_per_minute,
+        keep_seconds,
+        keep_finished,
+    )
+    settings.app().state.games.store.close()  # refuses a bad --agents-dir or store first, and makes the tables
+    os.environ[SETTINGS_VARIABLE] = json.dumps(asdict(settings))
+    where = "SQLite in " + str(Path(data)) if store is None else "the database at --store"
+    write(f"block_env web app on http://{host}:{port}/ ({workers} worker(s), games kept in {where}; Ctrl-C stops it)")
+    uvicorn.run(
+        "block_env.apps.web:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )

@@ -108,7 +108,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from block_env.apps.web import serve
     except ImportError as e:
         raise ValueError(f"the web app needs the [web] extra (pip install 'block-env[web]'): {e}") from None
-    serve(args.host, args.port, agents_dirs=args.agents_dir, move_seconds=args.move_seconds)
+    serve(
+        args.host,
+        args.port,
+        data=args.data,
+        store=args.store,
+        workers=args.workers,
+        agents_dirs=args.agents_dir,
+        move_seconds=args.move_seconds,
+        max_active=args.max_active_games,
+        new_games_per_minute=args.new_games_per_minute,
+        keep_seconds=None if args.keep_days == 0 else args.keep_days * 86400,
+        keep_finished=None if args.keep_games == 0 else args.keep_games,
+    )
     return 0
 
 
@@ -374,6 +386,34 @@ def _add_serve(sub: Any) -> None:
         type=_positive_seconds,
         default=10.0,
         help="an opponent's move is stopped after this long (default 10); the player retries or seats a fallback",
+    )
+    p.add_argument(
+        "--data", default="runs/web", help="folder of the SQLite store (default runs/web), unless --store names one"
+    )
+    p.add_argument(
+        "--store", metavar="URL", help="the games' database instead: postgresql+psycopg://USER:PASSWORD@HOST/DB"
+    )
+    p.add_argument("--workers", type=_positive_int, default=1, help="worker processes sharing the store (default 1)")
+    p.add_argument(
+        "--max-active-games", type=_positive_int, default=1000, help="games in active play at once (default 1000; 503)"
+    )
+    p.add_argument(
+        "--new-games-per-minute",
+        type=_int_arg(0, "new games a minute"),
+        default=30,
+        help="new games a minute from one address (default 30; 429 with Retry-After beyond; 0: no limit)",
+    )
+    p.add_argument(
+        "--keep-days",
+        type=_int_arg(0, "days"),
+        default=30,
+        help="finished games older than this are pruned (default 30; 0: kept whatever their age)",
+    )
+    p.add_argument(
+        "--keep-games",
+        type=_int_arg(0, "finished games"),
+        default=100_000,
+        help="only the newest this many finished games are kept (default 100000; 0: no such bound)",
     )
     p.set_defaults(func=cmd_serve)
 

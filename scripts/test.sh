@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh, and chromium for the browser test), then run the whole test suite
-# on both cores.
+# Set up (scripts/setup.sh, chromium for the browser test, postgresql for the web store's
+# tests), then run the whole test suite on both cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/setup-browser.sh
+bash scripts/setup-postgres.sh
 .venv/bin/python -m pytest -q -n 2 "$@"

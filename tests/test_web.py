@@ -19,7 +19,7 @@ from block_env.rules import PRESETS  # noqa: E402
 
 @pytest.fixture
 def client():
-    return TestClient(create_app(Games(limit=50)))
+    return TestClient(create_app(Games(new_games_per_minute=0)))
 
 
 def first_move(view):
@@ -247,7 +247,7 @@ class Cheat(Agent):
 def _client_with(monkeypatch, cls, **kwargs):
     monkeypatch.setitem(AGENTS, cls.name, cls)
     opponents = Opponents(allowed=[*ALLOWED_AGENTS, cls.name])
-    return TestClient(create_app(Games(limit=50), opponents=opponents, **kwargs))
+    return TestClient(create_app(Games(new_games_per_minute=0), opponents=opponents, **kwargs))
 
 
 def _game_where_the_person_moves_first(client, opponent):
@@ -332,7 +332,9 @@ def test_a_full_server_refuses_before_any_opponent_is_built(monkeypatch):
             super().__init__(*args, **kwargs)
 
     monkeypatch.setitem(AGENTS, "counted", Counted)
-    app = create_app(Games(limit=1), opponents=Opponents(allowed=[*ALLOWED_AGENTS, "counted"]))
+    app = create_app(
+        Games(max_active=1, new_games_per_minute=0), opponents=Opponents(allowed=[*ALLOWED_AGENTS, "counted"])
+    )
     client = TestClient(app)
     assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201
     response = client.post("/api/games", json={"seed": 2, "opponents": ["counted"]})

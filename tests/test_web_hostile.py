@@ -16,6 +16,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from block_env.agents import PRETRAINED_DIR  # noqa: E402
 from block_env.apps import web  # noqa: E402
+from block_env.apps.store import Store, sqlite_url  # noqa: E402
 from block_env.apps.web import Games, create_app  # noqa: E402
 
 
@@ -33,39 +34,57 @@ def new_game(client, seed=1):
     return client.post("/api/games", json={"seed": seed, "opponents": ["greedy"]})
 
 
-def test_a_full_server_drops_only_idle_games_and_refuses_when_every_game_is_in_play():
+def games_on_a_clock(tmp_path, clock, **limits):
+    return Games(Store(sqlite_url(tmp_path), clock=clock), **limits)
+
+
+def play_out(client, view):
+    while not view["over"]:
+        moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
+        action = moves[0] if moves else view["pass_action"]
+        view = client.post(f"/api/games/{view['id']}/move", json={"action": action}).json()
+    return view
+
+
+def test_a_full_server_counts_only_games_in_active_play(tmp_path):
     clock = Clock()
-    client = TestClient(create_app(Games(limit=3, idle_seconds=60, clock=clock)))
-    ids = [new_game(client, s).json()["id"] for s in range(3)]
+    client = TestClient(
+        create_app(games_on_a_clock(tmp_path, clock, max_active=3, active_seconds=60, new_games_per_minute=0))
+    )
+    views = [new_game(client, s).json() for s in range(3)]
     refused = new_game(client, 9)
-    assert refused.status_code == 503 and "the server is full" in refused.json()["error"]
-    clock.now = 50
-    assert client.get(f"/api/games/{ids[0]}").status_code == 200  # game 0 moved on recently
-    clock.now = 70  # games 1 and 2 idle for 70 s, game 0 for 20 s
-    fresh = new_game(client, 10)
-    assert fresh.status_code == 201
-    assert client.get(f"/api/games/{ids[0]}").status_code == 200  # never dropped while in use
-    assert client.get(f"/api/games/{ids[1]}").status_code == 404  # the least recently used idle one
-    assert client.get(f"/api/games/{ids[2]}").status_code == 200
+    assert refused.status_code == 503 and "the server is full: 3 games are in active play" in refused.json()["error"]
+    play_out(client, views[0])  # a finished game makes room at once
+    assert new_game(client, 10).status_code == 201
+    assert new_game(client, 11).status_code == 503
+    clock.now = 61  # nobody moved in the others for a minute: they no longer count, and stay playable
+    assert new_game(client, 12).status_code == 201
+    assert client.get(f"/api/games/{views[1]['id']}").json()["line"] == views[1]["line"]
+    assert play_out(client, client.get(f"/api/games/{views[1]['id']}").json())["over"]
 
 
-def test_a_flood_of_new_games_cannot_take_another_players_game():
+def test_a_flood_of_new_games_from_one_address_gets_429_while_another_player_plays(tmp_path):
     clock = Clock()
-    client = TestClient(create_app(Games(limit=20, idle_seconds=600, clock=clock)))
+    client = TestClient(create_app(games_on_a_clock(tmp_path, clock, new_games_per_minute=20)))
     mine = new_game(client).json()
     statuses = []
-    for seed in range(60):  # a client creating games as fast as it can
-        clock.now += 1
-        statuses.append(new_game(client, seed).status_code)
-        if seed % 10 == 0:  # the player keeps playing now and then
-            assert client.get(f"/api/games/{mine['id']}").status_code == 200
-    assert statuses.count(201) == 19 and set(statuses) == {201, 503}
+    for seed in range(60):  # the same address, as fast as it can: the minute's burst, then 429
+        response = new_game(client, seed)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            assert int(response.headers["Retry-After"]) == 3  # 20 a minute: one every 3 s
+            assert "at most 20 a minute" in response.json()["error"]
+    assert statuses.count(201) == 19 and set(statuses) == {201, 429}
     assert client.get(f"/api/games/{mine['id']}").json()["line"] == mine["line"]
+    assert client.post(f"/api/games/{mine['id']}/move", json={"action": 999}).status_code == 400  # still served
+    clock.now = 3.0  # one more after the steady interval
+    assert new_game(client, 99).status_code == 201
+    assert new_game(client, 100).status_code == 429
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(monkeypatch):
     monkeypatch.setattr(web, "MAX_BODY_BYTES", 1000)
-    client = TestClient(create_app(Games(limit=10)))
+    client = TestClient(create_app(Games(new_games_per_minute=0)))
     big = json.dumps({"replay": "x" * 2000})
     response = client.post("/api/replay", content=big, headers={"Content-Type": "application/json"})
     assert response.status_code == 413 and "over 1000 bytes" in response.json()["error"]
@@ -88,7 +107,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(monkeypatch):
     ],
 )
 def test_malformed_json_gets_400(raw, message):
-    client = TestClient(create_app(Games(limit=10)))
+    client = TestClient(create_app(Games(new_games_per_minute=0)))
     response = client.post("/api/games", content=raw, headers={"Content-Type": "application/json"})
     assert response.status_code == 400 and message in response.json()["error"]
     assert new_game(client).status_code == 201
@@ -104,7 +123,7 @@ def test_malformed_json_gets_400(raw, message):
     ],
 )
 def test_unbounded_asks_are_refused(body, status, message):
-    client = TestClient(create_app(Games(limit=10)))
+    client = TestClient(create_app(Games(new_games_per_minute=0)))
     response = client.post("/api/games", json=body)
     assert response.status_code == status and message in response.json()["error"], response.json()
     assert new_game(client).status_code == 201
@@ -125,7 +144,7 @@ calls = st.lists(
 @settings(max_examples=60, deadline=None)
 @given(calls)
 def test_fuzzed_calls_never_get_a_5xx_nor_change_a_game_they_were_refused_on(sequence):
-    client = TestClient(create_app(Games(limit=10)))
+    client = TestClient(create_app(Games(new_games_per_minute=0)))
     game = new_game(client).json()["id"]
     for kind, body in sequence:
         path, method = {
@@ -144,28 +163,13 @@ def test_fuzzed_calls_never_get_a_5xx_nor_change_a_game_they_were_refused_on(seq
             assert client.get(f"/api/games/{game}/replay").json() == before, (kind, body)
 
 
-def test_a_finished_game_makes_room_sooner_than_one_in_play():
-    clock = Clock()
-    client = TestClient(create_app(Games(limit=2, idle_seconds=600, finished_seconds=30, clock=clock)))
-    in_play = new_game(client, 1).json()
-    finished = new_game(client, 2).json()
-    while not finished["over"]:  # play the second game to its end
-        moves = [m["action"] for tile in finished["hand"] for m in tile["moves"]]
-        action = moves[0] if moves else finished["pass_action"]
-        finished = client.post(f"/api/games/{finished['id']}/move", json={"action": action}).json()
-    clock.now = 40  # both untouched for 40 s: only the finished one may go
-    assert new_game(client, 3).status_code == 201
-    assert client.get(f"/api/games/{in_play['id']}").status_code == 200
-    assert client.get(f"/api/games/{finished['id']}").status_code == 404
-
-
 def test_only_the_operators_agent_folders_are_served_and_other_paths_get_one_answer(tmp_path):
     mine = tmp_path / "agents" / "mine"
     shutil.copytree(PRETRAINED_DIR / "standard_vector", mine)
     (tmp_path / "agents" / "notes").mkdir()  # not an agent folder
     outside = tmp_path / "outside"
     shutil.copytree(PRETRAINED_DIR / "standard_vector", outside)  # a real agent folder, not offered
-    client = TestClient(create_app(Games(limit=10), agents_dirs=[tmp_path / "agents"]))
+    client = TestClient(create_app(Games(new_games_per_minute=0), agents_dirs=[tmp_path / "agents"]))
     assert f"policy:{mine}" in client.get("/api/options").json()["agents"]
     assert client.post("/api/games", json={"seed": 1, "opponents": [f"policy:{mine}"]}).status_code == 201
     guided = f"search:worlds=8,prior=policy:{mine}"
@@ -204,6 +208,6 @@ def test_a_missing_agents_dir_is_refused_at_start(tmp_path):
     ],
 )
 def test_every_option_that_sets_an_agents_work_is_bounded(spec, message):
-    client = TestClient(create_app(Games(limit=10)))
+    client = TestClient(create_app(Games(new_games_per_minute=0)))
     response = client.post("/api/games", json={"seed": 1, "opponents": [spec]})
     assert response.status_code == 422 and message in response.json()["error"], response.json()
