@@ -212,6 +212,8 @@ def catalogue(preset: str) -> dict[str, Any]:
         "num_players": rules.num_players,
         "partnership": rules.partnership,
         "target": rules.resolved_target,
+        "hand_size": rules.resolved_hand_size,
+        "fields": rules.as_dict(),
         "default": default_opponent(preset),
         "figures": FIGURES,
         "opponents": [

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Debian's chromium and chromedriver for tests/test_browser.py (the web app in a real browser).
-# Installed with apt-get where we are root; elsewhere the browser test is skipped (or, with
-# BLOCK_ENV_REQUIRE_BROWSER=1, fails).
+# Debian's chromium and chromedriver for tests/test_browser.py (the web app in a real browser),
+# and axe-core (the accessibility checker the test runs in the page) from the npm registry into
+# .cache/axe-core. Chromium is installed with apt-get where we are root; elsewhere the browser
+# test is skipped (or, with BLOCK_ENV_REQUIRE_BROWSER=1, fails).
 set -euo pipefail
+cd "$(dirname "$0")/.."
+AXE_CORE_VERSION=4.14.1
+if [ ! -f .cache/axe-core/node_modules/axe-core/axe.min.js ] && command -v npm > /dev/null; then
+    npm install --prefix .cache/axe-core --no-audit --no-fund --silent "axe-core@$AXE_CORE_VERSION"
+fi
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then
     exit 0
 fi

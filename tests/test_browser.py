@@ -1,9 +1,13 @@
-"""The web app in a real browser: Debian's chromium driven by Selenium plays a whole round by
-clicking, checks the revealed result against the engine, and opens replays.
+"""The web app in a real browser, as a person uses it: Debian's chromium driven by Selenium picks
+opponents by name, plays whole rounds by tapping and by keyboard at a phone's width (375 px)
+and a desktop's, checks that nothing overflows the screen, asks the coach, checks the revealed
+result against the engine, runs axe-core (labels, contrast, roles) on every view, and opens
+replays.
 
 Needs /usr/bin/chromium and /usr/bin/chromedriver (scripts/test.sh installs them with
-apt-get). Without them the test is skipped, unless BLOCK_ENV_REQUIRE_BROWSER=1 (CI) makes
-that a failure. BLOCK_ENV_SCREENSHOTS=DIR saves the play and replay pages there (docs/web.md).
+apt-get) and axe-core in .cache/axe-core (scripts/setup-browser.sh installs it with npm).
+Without them the test is skipped, unless BLOCK_ENV_REQUIRE_BROWSER=1 (CI) makes that a
+failure. BLOCK_ENV_SCREENSHOTS=DIR saves each view there (docs/web.md shows docs/img's).
 """
 
 from __future__ import annotations
@@ -42,11 +46,16 @@ if (lack := missing()) is not None:
 import uvicorn  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+from block_env.apps.catalogue import catalogue  # noqa: E402
 from block_env.apps.replay import replay_round, rules_from_record  # noqa: E402
 from block_env.apps.web import create_app  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
+
+AXE = Path(__file__).resolve().parents[1] / ".cache/axe-core/node_modules/axe-core/axe.min.js"
+PHONE, DESKTOP = (375, 812), (1280, 900)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +81,7 @@ def browser(tmp_path_factory):
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in (
-        "--headless",
+        "--headless=new",
         "--no-sandbox",
         "--disable-gpu",
         "--disable-dev-shm-usage",
@@ -81,8 +90,9 @@ def browser(tmp_path_factory):
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        "--hide-scrollbars",
         f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
-        "--window-size=1280,900",
+        f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
     ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
@@ -91,73 +101,241 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
+@pytest.fixture(scope="module")
+def axe_source():
+    if not AXE.is_file():
+        message = f"axe-core is not installed at {AXE} (bash scripts/setup-browser.sh installs it)"
+        if os.environ.get("BLOCK_ENV_REQUIRE_BROWSER") == "1":
+            raise RuntimeError(f"BLOCK_ENV_REQUIRE_BROWSER=1 but {message}")
+        pytest.skip(message)
+    return AXE.read_text()
+
+
+def sized(driver, size):
+    """The page at ``size`` (CSS pixels: the viewport, as a phone or desktop shows it)."""
+    driver.set_window_size(*size)
+    inner = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    driver.set_window_size(2 * size[0] - inner[0], 2 * size[1] - inner[1])  # the window's frame aside
+    assert driver.execute_script("return window.innerWidth") == size[0]
+
+
+def open_app(driver, server):
+    driver.get(f"{server}/?fast=1")
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")
+
+
 def idle(driver):
-    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "no")
+    WebDriverWait(driver, 60).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "no")
 
 
 def screenshot(driver, name):
     folder = os.environ.get("BLOCK_ENV_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        width = driver.execute_script("return window.innerWidth")
+        size = driver.get_window_size()
+        driver.set_window_size(
+            size["width"], size["height"] + max(0, height - driver.execute_script("return window.innerHeight"))
+        )
         driver.save_screenshot(str(Path(folder) / name))
+        driver.set_window_size(size["width"], size["height"])
+        assert driver.execute_script("return window.innerWidth") == width
 
 
-def test_play_a_round_by_clicking_then_replay_it(server, browser):
-    browser.get(f"{server}/?fast=1")
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")
-    Select(browser.find_element(By.ID, "preset")).select_by_value("standard")
-    opponents = browser.find_element(By.ID, "opponents")
-    opponents.clear()
-    opponents.send_keys("strategic")
-    browser.find_element(By.ID, "seed").send_keys("11")
-    browser.find_element(By.ID, "new-game").click()
-    idle(browser)
-    clicks = 0
-    shot = False
-    while not browser.find_element(By.ID, "result").is_displayed():
-        assert clicks < 60, "the round did not end"
-        movable = [e for e in browser.find_elements(By.CSS_SELECTOR, "#hand [data-action], #pass") if e.is_displayed()]
-        assert movable, "it is my move but nothing is clickable"
-        if not shot and len(browser.find_elements(By.CSS_SELECTOR, "#line .tile")) >= 4:
-            screenshot(browser, "play.png")
-            shot = True
-        movable[0].click()
-        clicks += 1
-        idle(browser)
-    assert clicks >= 1
-    screenshot(browser, "result.png")
+def assert_fits(driver):
+    """Nothing is wider than the screen: no sideways scrolling, no element past the right edge."""
+    width = driver.execute_script("return window.innerWidth")
+    assert driver.execute_script("return document.documentElement.scrollWidth") <= width
+    wide = driver.execute_script(
+        """return [...document.querySelectorAll('body *')].filter((e) => {
+             const r = e.getBoundingClientRect();
+             return r.width > 0 && (r.right > window.innerWidth + 0.5 || r.left < -0.5);
+           }).map((e) => e.id || e.className.baseVal || e.className || e.tagName)"""
+    )
+    assert wide == [], f"past the screen's edge at {width} px: {wide}"
 
-    # The revealed hands' pips are the engine's: replay the server's record through the engine.
-    game_id = browser.execute_script("return game.id")
+
+def assert_accessible(driver, axe_source, view):
+    """axe-core finds no WCAG 2 A/AA violation (labels, contrast, roles, names) in the page."""
+    driver.execute_script(axe_source)
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})"
+        ".then((r) => done(r.violations.map((v) => ({id: v.id, help: v.help,"
+        " nodes: v.nodes.map((n) => n.target.join(' '))}))), (e) => done(String(e)));"
+    )
+    assert result == [], f"accessibility violations on the {view} view: {result}"
+
+
+def pick(driver, preset, seat, opponents, seed):
+    """Fill the new-game form as a person does: rules, seat, each opponent by name, a seed."""
+    Select(driver.find_element(By.ID, "preset")).select_by_value(preset)
+    WebDriverWait(driver, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#picks select")) == len(opponents))
+    Select(driver.find_element(By.ID, "seat")).select_by_value(str(seat))
+    WebDriverWait(driver, 30).until(
+        lambda d: (
+            [e.get_attribute("data-seat") for e in d.find_elements(By.CSS_SELECTOR, "#picks select")]
+            == [str(s) for s in range(len(opponents) + 1) if s != seat]
+        )
+    )
+    for select, name in zip(driver.find_elements(By.CSS_SELECTOR, "#picks select"), opponents):
+        Select(select).select_by_visible_text(name)
+    driver.find_element(By.CSS_SELECTOR, "#advanced summary").click()
+    driver.find_element(By.ID, "seed").send_keys(str(seed))
+
+
+def my_move(driver, keyboard):
+    """Play one legal move: the first lit tile (choosing the left end when it fits both), or
+    the forced pass; by tapping, or by Tab and Enter."""
+    passing = driver.find_element(By.ID, "pass")
+    if passing.is_displayed():
+        target = passing
+    else:
+        tiles = [b for b in driver.find_elements(By.CSS_SELECTOR, "#hand button") if b.is_enabled()]
+        assert tiles, "it is my move but no tile is lit and no pass is offered"
+        target = tiles[0]
+    if keyboard:
+        driver.execute_script("arguments[0].focus()", target)
+        target.send_keys(Keys.ENTER)
+    else:
+        target.click()
+    choice = driver.find_element(By.ID, "ends-choice")
+    if choice.is_displayed():
+        left = driver.find_element(By.ID, "end-left")
+        focused = driver.execute_script("return document.activeElement.id")
+        assert focused == "end-left", focused  # the end choice takes the focus
+        left.send_keys(Keys.ENTER) if keyboard else left.click()
+
+
+def play_round(driver, keyboard, shots=None):
+    """Move until the round's result shows; each of my moves checks that the page fits."""
+    moves = 0
+    while not driver.find_element(By.ID, "result").is_displayed():
+        assert moves < 60, "the round did not end"
+        assert_fits(driver)
+        assert driver.find_element(By.ID, "status").text.startswith("Your move")
+        if shots and moves == 2:
+            shots()
+        my_move(driver, keyboard)
+        moves += 1
+        idle(driver)
+    return moves
+
+
+def check_result(driver, server):
+    """The revealed hands' pips and the award are the engine's: the server's record replayed."""
+    game_id = driver.execute_script("return game.id")
     with urllib.request.urlopen(f"{server}/api/games/{game_id}/replay") as response:
         record = json.load(response)
-    rules = rules_from_record(record["rules"])
-    final, _ = replay_round(rules, record["rounds"][-1])
-    shown = [
-        int(e.get_attribute("data-pips")) for e in browser.find_elements(By.CSS_SELECTOR, "#result-hands .revealed")
-    ]
-    assert shown == list(final.result.hand_pips)
-    assert str(final.result.award) in browser.find_element(By.ID, "result-title").text
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#line .tile")) == len(final.line())
+    final, _ = replay_round(rules_from_record(record["rules"]), record["rounds"][-1])
+    rows = driver.find_elements(By.CSS_SELECTOR, "#result-hands .revealed")
+    assert [int(e.get_attribute("data-pips")) for e in rows] == list(final.result.hand_pips)
+    assert [len(e.find_elements(By.TAG_NAME, "svg")) for e in rows] == [h.bit_count() for h in final.hands]
+    assert f"{final.result.award} points" in driver.find_element(By.ID, "result-title").text
+    how = driver.find_element(By.ID, "result-why").text
+    assert how.startswith("Domino" if final.result.end == "domino" else "Blocked")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#line .tile")) == len(final.line())
+    return record
 
-    # The same viewer replays the game just played: forward to the end, then back.
-    browser.find_element(By.ID, "replay-game").click()
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "viewer").is_displayed())
-    moves = len(record["rounds"][-1]["moves"])
-    assert browser.find_element(By.ID, "frame-label").text == f"move 0 of {moves}"
-    browser.find_element(By.ID, "last").click()
-    assert browser.find_element(By.ID, "frame-label").text == f"move {moves} of {moves}"
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#replay-line .tile")) == len(final.line())
-    browser.find_element(By.ID, "prev").click()
-    assert browser.find_element(By.ID, "frame-label").text == f"move {moves - 1} of {moves}"
+
+@pytest.mark.parametrize("size", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_pick_an_opponent_play_a_round_ask_the_coach(server, browser, axe_source, size):
+    device = "phone" if size == PHONE else "desktop"
+    sized(browser, size)
+    open_app(browser, server)
+    # The picker offers every catalogued opponent by name, the default first chosen.
+    listed = catalogue("standard")
+    select = browser.find_element(By.ID, "opp-1")
+    assert [o.get_attribute("value") for o in Select(select).options] == [o["spec"] for o in listed["opponents"]]
+    assert Select(select).first_selected_option.get_attribute("value") == listed["default"]
+    strength = browser.find_element(By.ID, "opp-1-strength").text
+    default = next(o for o in listed["opponents"] if o["spec"] == listed["default"])
+    assert default["strength"] in strength and default["measured"][0]["figure"] in strength
+    assert not browser.find_element(By.ID, "opponents").is_displayed()  # the raw spec field waits behind "Advanced"
+    assert_fits(browser)
+    assert_accessible(browser, axe_source, "new game")
+    screenshot(browser, f"setup-{device}.png")
+
+    pick(browser, "standard", 0, ["Strategic (medium)"], 11)
+    browser.find_element(By.ID, "new-game").click()
+    idle(browser)
+    assert browser.find_element(By.CSS_SELECTOR, ".seat[data-seat='1'] .who").text == "Strategic"
+
+    def hint_and_shoot():
+        browser.find_element(By.ID, "hint").click()
+        WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "coach").is_displayed())
+        # One row per legal move: each lit tile's one or two ends, or the forced pass.
+        legal = []
+        for b in browser.find_elements(By.CSS_SELECTOR, "#hand button"):
+            if b.is_enabled():
+                legal += (b.get_attribute("data-actions") or b.get_attribute("data-action")).split(",")
+        rows = browser.find_elements(By.CSS_SELECTOR, "#coach .advice tbody tr")
+        assert len(rows) == (len(legal) or 1)
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#coach .advice tr.best")) == 1
+        assert_fits(browser)
+        assert_accessible(browser, axe_source, "table with the coach's hint")
+        screenshot(browser, f"play-{device}.png")
+
+    moves = play_round(browser, keyboard=size == DESKTOP, shots=hint_and_shoot)
+    assert moves >= 1
+    assert_fits(browser)
+    check_result(browser, server)
+    assert_accessible(browser, axe_source, "round over")
+    screenshot(browser, f"result-{device}.png")
+
+    browser.find_element(By.ID, "review").click()
+    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "coach").is_displayed())
+    assert browser.find_element(By.ID, "coach-title").text == "Coach: your round"
+    assert_fits(browser)
+    assert_accessible(browser, axe_source, "review")
+    screenshot(browser, f"review-{device}.png")
+
+    browser.find_element(By.ID, "again").click()  # "New game" brings the form back
+    assert browser.find_element(By.ID, "setup").is_displayed()
+
+
+def test_a_partnership_match_at_phone_width(server, browser):
+    sized(browser, PHONE)
+    open_app(browser, server)
+    pick(browser, "partnership", 1, ["Greedy (easy)", "Network (strong)", "Random (beginner)"], 4)
+    labels = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#picks label")]
+    assert labels == ["Opponent, seat 1", "Opponent, seat 3", "Partner, seat 4"]
+    Select(browser.find_element(By.ID, "episode")).select_by_value("match")
+    browser.find_element(By.ID, "new-game").click()
+    idle(browser)
+    assert browser.find_element(By.CSS_SELECTOR, ".seat[data-seat='3'] .who").text == "Partner: Random"
+    play_round(browser, keyboard=False)
+    assert_fits(browser)
+    check_result(browser, server)
+    assert "first to 100" in browser.find_element(By.ID, "result-scores").text
+    browser.find_element(By.ID, "next-round").click()  # the match goes on
+    idle(browser)
+    assert not browser.find_element(By.ID, "result").is_displayed()
+    assert "round 2" in browser.find_element(By.ID, "scoreboard").text
+
+
+def test_focus_follows_the_page_order(server, browser):
+    """Tab walks the form in reading order: the views, the rules, each opponent, then Deal."""
+    sized(browser, DESKTOP)
+    open_app(browser, server)
+    Select(browser.find_element(By.ID, "preset")).select_by_value("standard_3p")
+    WebDriverWait(browser, 30).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#picks select")) == 2)
+    browser.execute_script("document.getElementById('tab-play').focus()")
+    order = []
+    for _ in range(8):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        active = browser.switch_to.active_element
+        order.append(active.get_attribute("id") or active.tag_name)
+    assert order == ["tab-replay", "preset", "episode", "seat", "opp-1", "opp-2", "summary", "new-game"]
 
 
 def test_open_arena_records_in_the_replay_viewer(server, browser, tmp_path):
+    sized(browser, DESKTOP)
     report = evaluate(["greedy", "random"], "standard", deals=1, seed=3, record=True)
     path = tmp_path / "records.jsonl"
     path.write_text(json.dumps({"config": {}}) + "\n" + json.dumps({"deal": 0, "records": report.records}) + "\n")
-    browser.get(f"{server}/?fast=1")
-    WebDriverWait(browser, 30).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes")
+    open_app(browser, server)
     browser.find_element(By.ID, "tab-replay").click()
     browser.find_element(By.ID, "replay-file").send_keys(str(path))
     WebDriverWait(browser, 30).until(lambda d: d.find_element(By.ID, "viewer").is_displayed())
@@ -172,4 +350,10 @@ def test_open_arena_records_in_the_replay_viewer(server, browser, tmp_path):
     assert move_text.startswith(f"player_{seat} ({names[seat]})")
     hands = browser.find_elements(By.CSS_SELECTOR, "#replay-hands .revealed")
     assert len(hands) == 2 and all(name in h.text for name, h in zip(names, hands))
+    moves = len(first["replay"]["rounds"][0]["moves"])
+    browser.find_element(By.ID, "last").click()
+    assert browser.find_element(By.ID, "frame-label").text == f"move {moves} of {moves}"
+    final, _ = replay_round(rules_from_record(first["replay"]["rules"]), first["replay"]["rounds"][0])
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#replay-line .tile")) == len(final.line())
+    assert_fits(browser)
     screenshot(browser, "replay.png")

@@ -1,19 +1,23 @@
-// block_env web app: play against agents and replay recorded games. The server holds every
-// game's state; this page only draws what it is sent and posts action ids.
+// block_env web app: play against agents, ask the coach, replay recorded games. The server
+// holds every game's state; this page only draws what it is sent and posts action ids.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
-const U = 24; // half a tile, in pixels
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const DELAY = params.has("fast") ? 0 : 450; // ms between opponents' moves
+const DELAY = params.has("fast") ? 0 : 650; // ms each opponent's move stays on show
 let game = null; // the latest view of the game in play
+let picked = null; // the catalogue of the rules chosen in the form (GET /api/opponents)
+let gameCatalogue = null; // the catalogue of the game in play (its agents' names)
+let selected = null; // a hand tile that fits both ends, waiting for the end to be chosen
+let lastTile = null; // "a|b" of the last tile placed, highlighted in the line
 let replayData = null; // {entries: [{label, replay}], frames: {...}}
 let frameIndex = 0;
 
-// -- drawing -------------------------------------------------------------------------------
+// -- drawing tiles ------------------------------------------------------------------------
 
-const GRID = { TL: [6, 6], TC: [12, 6], TR: [18, 6], ML: [6, 12], C: [12, 12], MR: [18, 12], BL: [6, 18], BC: [12, 18], BR: [18, 18] };
+// Pip spots on a 3x3 grid of a square half (x, y in 0..1).
+const SPOT = { TL: [0.25, 0.25], TC: [0.5, 0.25], TR: [0.75, 0.25], ML: [0.25, 0.5], C: [0.5, 0.5], MR: [0.75, 0.5], BL: [0.25, 0.75], BC: [0.5, 0.75], BR: [0.75, 0.75] };
 const PIPS = [
   [], ["C"], ["TL", "BR"], ["TL", "C", "BR"], ["TL", "TR", "BL", "BR"], ["TL", "TR", "C", "BL", "BR"],
   ["TL", "TR", "ML", "MR", "BL", "BR"], ["TL", "TR", "ML", "C", "MR", "BL", "BR"],
@@ -27,61 +31,141 @@ function el(name, attrs, parent) {
   return node;
 }
 
-function half(group, value, x, y) {
+// One half (a square of side s at x, y) showing `value` pips (a number past nine).
+function half(group, value, x, y, s) {
   if (value < PIPS.length) {
-    for (const spot of PIPS[value]) el("circle", { cx: x + GRID[spot][0], cy: y + GRID[spot][1], r: 2.3, fill: "#111" }, group);
+    for (const spot of PIPS[value]) {
+      el("circle", { cx: x + SPOT[spot][0] * s, cy: y + SPOT[spot][1] * s, r: s * 0.09, fill: "#1b1b1b" }, group);
+    }
   } else {
-    const t = el("text", { x: x + 12, y: y + 17, "text-anchor": "middle", "font-size": 13 }, group);
+    const t = el("text", { x: x + s / 2, y: y + s * 0.68, "text-anchor": "middle", "font-size": s * 0.5, fill: "#1b1b1b" }, group);
     t.textContent = value;
   }
 }
 
-// One tile at (x, y): across (a left, b right) or, for doubles in the line, crosswise.
-function drawTile(parent, a, b, x, y, crosswise) {
-  const g = el("g", { class: "tile", "data-tile": `${a}|${b}` }, parent);
-  const w = crosswise ? U : 2 * U, h = crosswise ? 2 * U : U;
-  el("rect", { x, y, width: w, height: h, rx: 4, fill: "#fffdf5", stroke: "#333" }, g);
-  if (crosswise) {
-    el("line", { x1: x + 3, y1: y + U, x2: x + U - 3, y2: y + U, stroke: "#333" }, g);
-    half(g, a, x, y);
-    half(g, b, x, y + U);
+const tileKey = (t) => `${Math.min(t[0], t[1])}|${Math.max(t[0], t[1])}`;
+
+// A tile at (x, y), halves of side s: across (first left, second right) or upright (first on top).
+function drawTile(parent, first, second, x, y, s, upright) {
+  const g = el("g", { class: "tile", "data-tile": `${first}|${second}` }, parent);
+  const w = upright ? s : 2 * s, h = upright ? 2 * s : s;
+  el("rect", { class: "face", x, y, width: w, height: h, rx: s * 0.16 }, g);
+  if (upright) {
+    el("line", { x1: x + s * 0.15, y1: y + s, x2: x + s * 0.85, y2: y + s, stroke: "#3b3b3b" }, g);
+    half(g, first, x, y, s);
+    half(g, second, x, y + s, s);
   } else {
-    el("line", { x1: x + U, y1: y + 3, x2: x + U, y2: y + U - 3, stroke: "#333" }, g);
-    half(g, a, x, y);
-    half(g, b, x + U, y);
+    el("line", { x1: x + s, y1: y + s * 0.15, x2: x + s, y2: y + s * 0.85, stroke: "#3b3b3b" }, g);
+    half(g, first, x, y, s);
+    half(g, second, x + s, y, s);
   }
   return g;
 }
 
-function tileSvg(tile) {
-  const svg = el("svg", { width: 2 * U + 2, height: U + 2, viewBox: `-1 -1 ${2 * U + 2} ${U + 2}` });
-  drawTile(svg, tile[0], tile[1], 0, 0, false);
+// A tile on its own (hands, coach, revealed hands): upright by default.
+function tileSvg(tile, upright = true, label = null) {
+  const s = 24;
+  const w = upright ? s + 2 : 2 * s + 2, h = upright ? 2 * s + 2 : s + 2;
+  const svg = el("svg", { viewBox: `-1 -1 ${w} ${h}`, width: w, height: h, "aria-hidden": label ? "false" : "true" });
+  if (label) {
+    svg.setAttribute("role", "img");
+    el("title", {}, svg).textContent = label;
+  }
+  drawTile(svg, tile[0], tile[1], 0, 0, s, upright);
   return svg;
 }
 
-// The line left to right, doubles crosswise, both open ends marked with their value.
-function drawLine(svg, line, ends) {
+// -- the line: it grows both ways from the opening tile and turns at the board's edge ---------
+
+// Lay out the line (left to right, `opening` its first tile's index) on a board `width` px
+// wide: the right arm runs right, then turns down and runs back; the left arm runs left, then
+// turns up. Doubles stand crosswise. Returns the tiles' boxes, the turns and where the ends are.
+function layoutLine(line, opening, width) {
+  const s = Math.max(14, Math.min(30, Math.floor(width / 13))); // a half tile's side
+  const gap = 2, rowH = 2 * s + 12, pad = Math.round(s * 0.8);
+  const placed = [], turns = [];
+  const size = (t) => (t[0] === t[1] ? s : 2 * s);
+  const cx = width / 2;
+  const o = line[opening];
+  const ow = size(o);
+  placed.push({ tile: o, x: cx - ow / 2, row: 0, first: o[0], second: o[1] });
+  function arm(tiles, step, dirStart, xStart, leftArm) {
+    let row = 0, dir = dirStart, x = xStart;
+    const fits = (w) => (dir > 0 ? x + w <= width - pad : x - w >= pad);
+    const place = (w) => {
+      if (!fits(w)) {
+        const edge = dir > 0 ? width - pad : pad;
+        turns.push({ x: edge, row, next: row + step, out: dir });
+        row += step;
+        dir = -dir;
+        x = dir > 0 ? pad : width - pad;
+      }
+      const left = dir > 0 ? x : x - w;
+      x = dir > 0 ? x + w + gap : x - w - gap;
+      return { x: left, row, dir };
+    };
+    for (const t of tiles) {
+      const at = place(size(t));
+      // The half touching the line so far faces it: the first half on the right arm, the
+      // second half on the left arm.
+      const inner = leftArm ? t[1] : t[0], outer = leftArm ? t[0] : t[1];
+      const facingRight = at.dir > 0;
+      placed.push({ tile: t, x: at.x, row: at.row, first: facingRight ? inner : outer, second: facingRight ? outer : inner });
+    }
+    const marker = place(Math.round(1.5 * s));
+    return { x: marker.x + 0.75 * s, row: marker.row };
+  }
+  const right = arm(line.slice(opening + 1), 1, 1, cx + ow / 2 + gap, false);
+  const left = arm(line.slice(0, opening).reverse(), -1, -1, cx - ow / 2 - gap, true);
+  const rows = [...placed.map((p) => p.row), left.row, right.row];
+  return { s, rowH, placed, turns, left, right, minRow: Math.min(...rows), maxRow: Math.max(...rows) };
+}
+
+// Draw the line into `svg`; `choose(end)` makes the end markers clickable.
+function drawLine(svg, line, opening, ends, options = {}) {
   svg.replaceChildren();
-  const marker = 34;
-  let x = marker;
-  for (const [a, b] of line) {
-    const double = a === b;
-    drawTile(svg, a, b, x, double ? 0 : U / 2, double);
-    x += double ? U + 2 : 2 * U + 2;
+  const width = Math.max(280, Math.floor(svg.parentElement.clientWidth - 16));
+  const title = el("title", {}, svg);
+  if (!line.length) {
+    svg.setAttribute("viewBox", `0 0 ${width} 60`);
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", 60);
+    const t = el("text", { class: "empty", x: width / 2, y: 35, "text-anchor": "middle" }, svg);
+    t.textContent = "The line is empty: the leader opens";
+    title.textContent = "The line is empty";
+    return;
+  }
+  const at = opening === null || opening === undefined ? Math.floor(line.length / 2) : opening;
+  const L = layoutLine(line, at, width);
+  const top = -L.minRow * L.rowH + L.rowH / 2;
+  const y = (row) => top + row * L.rowH;
+  for (const turn of L.turns) {
+    const y1 = y(turn.row), y2 = y(turn.next), bulge = turn.out * L.s * 0.7;
+    el("path", { class: "turn", d: `M ${turn.x} ${y1} C ${turn.x + bulge} ${y1}, ${turn.x + bulge} ${y2}, ${turn.x} ${y2}` }, svg);
+  }
+  for (const p of L.placed) {
+    const double = p.tile[0] === p.tile[1];
+    const g = drawTile(svg, p.first, p.second, p.x, double ? y(p.row) - L.s : y(p.row) - L.s / 2, L.s, double);
+    if (options.last && tileKey(p.tile) === options.last) g.classList.add("last");
   }
   if (ends) {
-    for (const [side, value, at] of [["left", ends[0], 2], ["right", ends[1], x + 2]]) {
+    for (const [side, value, spot] of [["left", ends[0], L.left], ["right", ends[1], L.right]]) {
       const g = el("g", { class: "end", "data-end": side, "data-value": value }, svg);
-      el("circle", { cx: at + 14, cy: U, r: 13, fill: "#e0a000" }, g);
-      const t = el("text", { x: at + 14, y: U + 5, "text-anchor": "middle", "font-size": 14, "font-weight": "bold" }, g);
+      el("title", {}, g).textContent = `${side} end: ${value}`;
+      el("circle", { cx: spot.x, cy: y(spot.row), r: L.s * 0.62 }, g);
+      const t = el("text", { x: spot.x, y: y(spot.row) + L.s * 0.24, "text-anchor": "middle", "font-size": L.s * 0.7 }, g);
       t.textContent = value;
+      if (options.choose && options.choose[side] !== undefined) {
+        g.classList.add("choosable");
+        g.addEventListener("click", () => options.choose[side]());
+      }
     }
-  } else {
-    const t = el("text", { x: 8, y: U + 5, fill: "#fff" }, svg);
-    t.textContent = "empty line: the leader opens";
   }
-  svg.setAttribute("width", x + marker + 4);
-  svg.setAttribute("height", 2 * U + 2);
+  const height = (L.maxRow - L.minRow + 1) * L.rowH;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  title.textContent = `The line: ${line.length} tiles` + (ends ? `, open ends ${ends[0]} (left) and ${ends[1]} (right)` : "");
 }
 
 // -- talking to the server -----------------------------------------------------------------
@@ -103,123 +187,363 @@ function showError(error) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const seatName = (s) => `player_${s}`;
+const seatName = (s) => `player_${s}`; // the replay viewer's names (as the records write them)
+
+// -- names -----------------------------------------------------------------------------
+
+function agentName(spec, catalogue) {
+  const entry = catalogue && catalogue.opponents.find((o) => o.spec === spec);
+  return entry ? entry.name : spec;
+}
+
+// What the table calls each seat: "You", "Partner: Network", "Greedy" (with its seat number
+// when two seats play the same agent).
+function seatLabels(view) {
+  const names = view.agents.map((spec, s) => (s === view.seat ? "You" : agentName(spec, gameCatalogue)));
+  return names.map((name, s) => {
+    if (s === view.seat) return name;
+    const partner = view.partnership && view.side_of[s] === view.side_of[view.seat];
+    const twin = names.filter((n) => n === name).length > 1;
+    return (partner ? "Partner: " : "") + name + (twin ? ` (seat ${s + 1})` : "");
+  });
+}
+
+// -- the setup form ----------------------------------------------------------------------
+
+async function loadCatalogue() {
+  picked = await api("GET", `/api/opponents?rules=${encodeURIComponent($("preset").value)}`);
+  const n = picked.num_players;
+  const seat = Math.min(Number($("seat").value || 0), n - 1);
+  $("seat").replaceChildren(...Array.from({ length: n }, (_, s) => new Option(`seat ${s + 1}`, s)));
+  $("seat").value = seat;
+  const f = picked.fields;
+  const scoring = f.blocked_scoring === "subtract_own" ? "the others' pips minus your own" : "the others' pips";
+  $("rules-summary").textContent =
+    `${n} players${picked.partnership ? " in two partnerships" : ""}, double-${f.max_pip}, ${picked.hand_size} tiles each; ` +
+    `a blocked round scores ${scoring}${f.club_doubling ? "; a domino with a double or on either end scores double" : ""}; a match goes to ${picked.target}.`;
+  $("episode").options[1].textContent = `a match to ${picked.target}`;
+  $("figures").textContent = `Strength: ${picked.figures}.`;
+  buildPicks();
+}
+
+function buildPicks() {
+  const n = picked.num_players, me = Number($("seat").value);
+  const previous = [...document.querySelectorAll("#picks select")].map((s) => s.value);
+  const picks = [];
+  let k = 0;
+  for (let s = 0; s < n; s++) {
+    if (s === me) continue;
+    const partner = picked.partnership && s % 2 === me % 2;
+    const id = `opp-${s}`;
+    const box = document.createElement("div");
+    box.className = "pick";
+    const label = document.createElement("label");
+    label.htmlFor = id;
+    label.textContent = `${partner ? "Partner" : "Opponent"}, seat ${s + 1}`;
+    const select = document.createElement("select");
+    select.id = id;
+    select.dataset.seat = s;
+    for (const o of picked.opponents) select.appendChild(new Option(`${o.name} (${o.level})`, o.spec));
+    const keep = previous[k];
+    select.value = keep && picked.opponents.some((o) => o.spec === keep) ? keep : picked.default;
+    const strength = document.createElement("p");
+    strength.className = "strength";
+    strength.id = `${id}-strength`;
+    select.setAttribute("aria-describedby", strength.id);
+    const describe = () => {
+      const o = picked.opponents.find((x) => x.spec === select.value);
+      strength.replaceChildren(`${o.strength}. ${o.description[0].toUpperCase()}${o.description.slice(1)}.`);
+      for (const m of o.measured) {
+        const small = document.createElement("small");
+        small.textContent = `${m.figure} points a round against ${m.against_name}, ${m.deals.toLocaleString("en")} deals (${m.where})`;
+        strength.appendChild(small);
+      }
+    };
+    select.addEventListener("change", describe);
+    describe();
+    box.append(label, select, strength);
+    picks.push(box);
+    k++;
+  }
+  $("picks").replaceChildren(...picks);
+}
+
+function chosenOpponents() {
+  const raw = $("opponents").value.split(",").map((s) => s.trim()).filter(Boolean);
+  if (raw.length) return raw;
+  return [...document.querySelectorAll("#picks select")].map((s) => s.value); // seat order
+}
 
 // -- play ----------------------------------------------------------------------------------
 
 async function newGame(event) {
-  event.preventDefault();
+  if (event) event.preventDefault();
   showError(null);
   const body = {
     preset: $("preset").value,
     episode: $("episode").value,
-    opponents: $("opponents").value.split(",").map((s) => s.trim()).filter(Boolean),
+    opponents: chosenOpponents(),
     seat: Number($("seat").value || 0),
   };
   if ($("seed").value !== "") body.seed = Number($("seed").value);
   try {
+    document.body.dataset.busy = "yes";
     const view = await api("POST", "/api/games", body);
+    gameCatalogue = picked;
     $("events").replaceChildren();
+    $("setup").hidden = true;
     $("table").hidden = false;
+    game = null;
     await show(view);
   } catch (error) {
     showError(error);
+    document.body.dataset.busy = "no";
   }
+}
+
+function backToSetup() {
+  $("table").hidden = true;
+  $("setup").hidden = false;
+  $("new-game").focus();
 }
 
 async function play(action) {
   showError(null);
   setHandEnabled(false);
+  selected = null;
   try {
     await show(await api("POST", `/api/games/${game.id}/move`, { action }));
   } catch (error) {
     showError(error);
-    setHandEnabled(true);
+    render(game);
   }
 }
 
 async function nextRound() {
+  showError(null);
   $("events").replaceChildren();
-  await show(await api("POST", `/api/games/${game.id}/next`));
+  lastTile = null;
+  try {
+    document.body.dataset.busy = "yes";
+    await show(await api("POST", `/api/games/${game.id}/next`));
+  } catch (error) {
+    showError(error);
+    document.body.dataset.busy = "no";
+  }
 }
 
 function setHandEnabled(on) {
   document.body.dataset.busy = on ? "no" : "yes";
-  for (const b of document.querySelectorAll("#hand button, #pass")) b.disabled = !on;
+  for (const b of document.querySelectorAll("#hand button, #pass, #ends-choice button, #hint")) b.disabled = !on;
 }
 
-// Show the moves that came back one by one, then the position after them.
+function logEvent(text) {
+  const item = document.createElement("li");
+  item.className = "event";
+  item.textContent = text;
+  $("events").appendChild(item);
+}
+
+function moveText(event, names) {
+  if (event.text === "pass") return `${names[event.seat]} passed: nothing fits`;
+  return `${names[event.seat]} played ${event.text.replace(/^\[(\d+)\|(\d+)\] on (\w+)/, "[$1|$2] on the $3 end")}`;
+}
+
+// Show the moves that came back one by one (each opponent's for a moment), then the position.
 async function show(view) {
-  game = view;
+  const names = seatLabels(view);
   document.body.dataset.busy = "yes";
+  clearCoach();
+  const counts = view.hand_counts.slice();
+  for (const e of view.events) if (!e.round_over && e.text !== "pass") counts[e.seat] += 1;
   for (const event of view.events) {
-    const item = document.createElement("li");
     if (event.round_over) {
-      item.textContent = `Round over: ${event.round_over.why}`;
-    } else {
-      item.textContent = `${seatName(event.seat)} (${event.agent}): ${event.text}`;
-      if (event.seat !== view.seat) {
-        drawLine($("line"), event.line, event.ends);
-        await sleep(DELAY);
-      }
+      logEvent(`Round over: ${explainResult(event.round_over, names, view).title}`);
+      continue;
     }
-    item.className = "event";
-    $("events").appendChild(item);
+    logEvent(moveText(event, names));
+    if (event.text !== "pass") {
+      counts[event.seat] -= 1;
+      lastTile = tileKey(event.text.match(/\d+/g).map(Number));
+    }
+    if (event.seat !== view.seat) {
+      drawLine($("line"), event.line, event.opening, event.ends, { last: lastTile });
+      renderSeats(view, names, counts, event.seat, event.text === "pass" ? "passes" : null);
+      setStatus(moveText(event, names), false);
+      await sleep(DELAY);
+    }
   }
+  game = view;
   render(view);
-  document.body.dataset.busy = "no";
 }
 
-function render(view) {
-  drawLine($("line"), view.line, view.ends);
-  const sides = view.partnership ? ` (partners: seats ${view.seat % 2} and ${(view.seat % 2) + 2})` : "";
-  const turn = view.result ? "round over" : view.to_play === view.seat ? "your move" : `${seatName(view.to_play)} to play`;
-  $("status").textContent = `Round ${view.round} | you are ${seatName(view.seat)}${sides} | ${turn}`;
+function setStatus(text, mine) {
+  $("status").textContent = text;
+  $("status").classList.toggle("mine", mine);
+}
+
+function renderSeats(view, names, counts, acting, bubble) {
   $("seats").replaceChildren(
-    ...view.agents.map((name, s) => {
+    ...view.agents.map((spec, s) => {
       const div = document.createElement("div");
-      div.className = "seat" + (view.to_play === s ? " to-play" : "");
+      div.className = "seat" + (acting === s ? " to-play" : "");
       div.dataset.seat = s;
-      const voids = view.voids[s].length ? `; passed on ${view.voids[s].join(", ")}` : "";
-      const score = view.scores[view.side_of[s]];
-      div.textContent = `${seatName(s)} (${name}): ${view.hand_counts[s]} tiles${voids}; score ${score}`;
+      const who = document.createElement("div");
+      who.className = "who";
+      who.textContent = names[s];
+      const what = document.createElement("div");
+      what.className = "what";
+      const entry = gameCatalogue && gameCatalogue.opponents.find((o) => o.spec === spec);
+      what.textContent = s === view.seat ? `seat ${s + 1}` : `seat ${s + 1}` + (entry ? ` · ${entry.level}` : "");
+      const backs = document.createElement("div");
+      backs.className = "backs";
+      backs.setAttribute("aria-hidden", "true");
+      for (let i = 0; i < counts[s]; i++) backs.appendChild(Object.assign(document.createElement("span"), { className: "back" }));
+      const count = document.createElement("div");
+      count.className = "count";
+      count.dataset.count = counts[s];
+      count.textContent = `${counts[s]} tile${counts[s] === 1 ? "" : "s"}` + (view.partnership ? "" : ` · ${view.scores[view.side_of[s]]} points`);
+      div.append(who, what, backs, count);
+      if (view.voids[s].length) {
+        const passed = document.createElement("div");
+        passed.className = "passed";
+        passed.textContent = `passed on ${view.voids[s].join(", ")}`;
+        div.appendChild(passed);
+      }
+      if (acting === s && bubble) {
+        const b = document.createElement("span");
+        b.className = "bubble";
+        b.textContent = bubble;
+        div.appendChild(b);
+      }
       return div;
     })
   );
-  const hand = $("hand");
-  hand.replaceChildren();
-  for (const { tile, moves } of view.hand) {
-    const box = document.createElement("div");
-    box.className = "hand-tile" + (moves.length ? " legal" : "");
-    const svg = tileSvg(tile);
-    box.appendChild(svg);
-    if (moves.length === 1) {
-      svg.dataset.action = moves[0].action;
-      svg.addEventListener("click", () => document.body.dataset.busy === "no" && play(moves[0].action));
-    } else if (moves.length === 2) {
-      for (const move of moves) {
-        const b = document.createElement("button");
-        b.textContent = move.end === "left" ? "◀ left end" : "right end ▶";
-        b.dataset.action = move.action;
-        b.addEventListener("click", () => play(move.action));
-        box.appendChild(b);
-      }
-    }
-    hand.appendChild(box);
-  }
-  $("pass").hidden = !view.can_pass;
-  $("pass").dataset.action = view.pass_action;
-  renderResult(view);
-  setHandEnabled(true);
 }
 
-function renderResult(view) {
+function render(view) {
+  const names = seatLabels(view);
+  const mine = !view.result && view.to_play === view.seat;
+  let choose = null;
+  if (selected) {
+    choose = {};
+    for (const m of selected.moves) choose[m.end] = () => play(m.action);
+  }
+  drawLine($("line"), view.line, view.opening, view.ends, { last: lastTile, choose });
+  renderScoreboard(view, names);
+  if (view.result) setStatus(explainResult(view.result, names, view).title, false);
+  else if (mine) setStatus(view.can_pass ? "Your move: nothing fits, you must pass" : "Your move", true);
+  else setStatus(`${names[view.to_play]} to play`, false);
+  renderSeats(view, names, view.hand_counts, view.result ? null : view.to_play, null);
+  renderHand(view, mine);
+  renderResult(view, names);
+  $("hint").hidden = !mine;
+  setHandEnabled(true);
+  for (const b of document.querySelectorAll("#hand button")) b.disabled = b.dataset.legal !== "yes" || !mine;
+}
+
+function renderScoreboard(view, names) {
+  const sides = [...new Set(view.side_of)];
+  const sideName = (side) => {
+    if (view.partnership) return side === view.side_of[view.seat] ? "Your side" : "Their side";
+    return names[view.side_of.indexOf(side)];
+  };
+  const score = sides.map((side) => `${sideName(side)} ${view.scores[side]}`).join(" · ");
+  const kind = view.target ? `Match to ${view.target} · round ${view.round}` : "One round";
+  $("scoreboard").textContent = `${kind} · ${score}`;
+}
+
+function renderHand(view, mine) {
+  const hand = $("hand");
+  const buttons = view.hand.map(({ tile, moves }) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "hand-tile" + (moves.length && mine ? " legal" : "");
+    b.dataset.tile = `${tile[0]}|${tile[1]}`;
+    b.dataset.legal = moves.length ? "yes" : "no";
+    const fits = moves.length === 2 ? "fits both ends" : moves.length === 1 ? `fits the ${moves[0].end} end` : "does not fit";
+    b.setAttribute("aria-label", `[${tile[0]}|${tile[1]}], ${fits}`);
+    if (!moves.length || !mine) b.setAttribute("aria-disabled", "true");
+    if (moves.length === 1) b.dataset.action = moves[0].action;
+    if (moves.length === 2) b.dataset.actions = moves.map((m) => m.action).join(",");
+    if (selected && selected.key === b.dataset.tile) b.classList.add("selected");
+    b.appendChild(tileSvg(tile));
+    b.addEventListener("click", () => {
+      if (!moves.length || !mine || document.body.dataset.busy !== "no") return;
+      if (moves.length === 1) play(moves[0].action);
+      else chooseEnd(tile, moves);
+    });
+    b.addEventListener("keydown", (event) => {
+      const all = [...hand.querySelectorAll("button:not(:disabled)")];
+      const i = all.indexOf(b);
+      if (event.key === "ArrowRight" && i < all.length - 1) all[i + 1].focus();
+      else if (event.key === "ArrowLeft" && i > 0) all[i - 1].focus();
+      else return;
+      event.preventDefault();
+    });
+    return b;
+  });
+  hand.replaceChildren(...buttons);
+  $("pass").hidden = !(mine && view.can_pass);
+  $("pass").dataset.action = view.pass_action;
+  if (view.ends) $("pass").textContent = `Pass: nothing fits ${view.ends[0]} or ${view.ends[1]}`;
+  const choice = selected && mine;
+  $("ends-choice").hidden = !choice;
+  if (choice) {
+    const [a, b] = selected.tile;
+    $("ends-label").textContent = `Place [${a}|${b}] on:`;
+    for (const m of selected.moves) {
+      const button = $(m.end === "left" ? "end-left" : "end-right");
+      button.dataset.action = m.action;
+      button.textContent = m.end === "left" ? `◀ the left end (${view.ends[0]})` : `the right end (${view.ends[1]}) ▶`;
+    }
+  }
+}
+
+function chooseEnd(tile, moves) {
+  selected = { tile, moves, key: `${tile[0]}|${tile[1]}` };
+  render(game);
+  $("end-left").focus();
+}
+
+// -- the end of a round ---------------------------------------------------------------------
+
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+// The result in words: who won, and how the award was counted (docs/rules.md, scoring).
+function explainResult(r, names, view) {
+  const winnerName = r.winner === null ? null : names[r.winner];
+  const sideLabel = (side) => (view.partnership ? (side === view.side_of[view.seat] ? "your side" : "their side") : names[view.side_of.indexOf(side)]);
+  const others = r.side_pips.filter((_, side) => side !== r.winning_side);
+  const fields = gameCatalogue ? gameCatalogue.fields : null;
+  if (r.end === "domino") {
+    const who = r.winner === view.seat ? "You went out" : `${winnerName} went out`;
+    const doubled = r.doubled ? ", doubled (out with a double or on either end)" : "";
+    return {
+      title: `${who} (domino): ${r.award} points to ${sideLabel(r.winning_side)}`,
+      how: `Domino: the pips left in the other side${others.length > 1 ? "s'" : "'s"} hands, ${others.join(" + ")} = ${sum(others)}${doubled}.`,
+    };
+  }
+  if (r.winning_side === null) {
+    return { title: "Blocked, and the lowest pip count is tied: nobody scores", how: "Blocked: nobody could move, and the lowest pip count is shared." };
+  }
+  const own = r.side_pips[r.winning_side];
+  const subtract = fields ? fields.blocked_scoring === "subtract_own" : sum(others) - own === r.award;
+  const sums = subtract ? `${sum(others)} − ${own} (its own) = ${r.award}` : `${others.join(" + ")} = ${r.award}`;
+  return {
+    title: `Blocked: ${r.award} points to ${sideLabel(r.winning_side)}`,
+    how: `Blocked: nobody could move, so the fewest pips wins (${sideLabel(r.winning_side)}: ${own}); it scores the others' pips${subtract ? " minus its own" : ""}: ${sums}.`,
+  };
+}
+
+function renderResult(view, names) {
   const r = view.result;
   $("result").hidden = !r;
+  $("hand-box").hidden = !!r;
   if (!r) return;
-  const who = r.winner === null ? "nobody" : seatName(r.winner);
-  $("result-title").textContent = `Round over (${r.end}): ${who} scores ${r.award}`;
-  $("result-why").textContent = r.why;
+  const text = explainResult(r, names, view);
+  $("result-title").textContent = text.title;
+  $("result-why").textContent = text.how;
   $("result-hands").replaceChildren(
     ...r.hands.map((tiles, s) => {
       const row = document.createElement("div");
@@ -227,18 +551,153 @@ function renderResult(view) {
       row.dataset.seat = s;
       row.dataset.pips = r.hand_pips[s];
       const label = document.createElement("span");
-      label.textContent = `${seatName(s)} (${view.agents[s]}): ${r.hand_pips[s]} pips`;
-      row.append(label, ...tiles.map(tileSvg));
+      label.className = "name";
+      label.textContent = `${names[s]}: ${r.hand_pips[s]} pips`;
+      row.append(label, ...tiles.map((t) => tileSvg(t, true, `[${t[0]}|${t[1]}]`)));
       return row;
     })
   );
-  let scores = `Scores: ${view.scores.join(" - ")}`;
-  if (view.target) scores += ` (target ${view.target})`;
+  const sides = [...new Set(view.side_of)];
+  const sideName = (side) => (view.partnership ? (side === view.side_of[view.seat] ? "your side" : "their side") : names[view.side_of.indexOf(side)]);
+  let scores = (view.target ? "Match score: " : "Score: ") + sides.map((side) => `${sideName(side)} ${view.scores[side]}`).join(", ");
+  if (view.target) scores += ` (first to ${view.target})`;
   if (view.over && view.episode === "match") {
-    scores += view.match_winner === null ? ". The match is a draw." : `. Side ${view.match_winner} wins the match.`;
+    scores += view.match_winner === null ? ". The match is a draw." : `. ${sideName(view.match_winner)} ${view.match_winner === view.side_of[view.seat] ? "win" : "wins"} the match.`;
   }
   $("result-scores").textContent = scores;
   $("next-round").hidden = !view.paused;
+  $("again").classList.toggle("primary", !view.paused);
+}
+
+// -- the coach --------------------------------------------------------------------------------
+
+function clearCoach() {
+  $("coach").hidden = true;
+  $("coach-body").replaceChildren();
+  for (const b of document.querySelectorAll("#hand .badge")) b.remove();
+}
+
+const signed = (x) => (x > 0 ? `+${x.toFixed(1)}` : x.toFixed(1).replace("-", "−"));
+const percent = (x) => `${Math.round(100 * x)}%`;
+
+function coachNote(advice) {
+  const network = advice.network ? ` The network column: how often the shipped network (${advice.network}) would play each move.` : "";
+  return `Search tried every move on the same ${advice.worlds} guesses of the hidden hands and played each round out: points are your side's net points for the round (yours minus the others'), ± one standard error.${network}`;
+}
+
+async function hint() {
+  showError(null);
+  try {
+    $("hint").disabled = true;
+    const advice = await api("GET", `/api/games/${game.id}/hint`);
+    const position = advice.positions[0];
+    $("coach-title").textContent = "Coach: your moves";
+    $("coach-note").textContent = coachNote(advice);
+    $("coach-body").replaceChildren(adviceTable(position, advice));
+    $("coach").hidden = false;
+    for (const move of position.moves) {
+      if (!move.tile) continue;
+      const button = document.querySelector(`#hand button[data-tile="${move.tile[0]}|${move.tile[1]}"]`);
+      if (!button || button.querySelector(".badge")) continue;
+      const best = Math.max(...position.moves.filter((m) => m.tile && tileKey(m.tile) === tileKey(move.tile)).map((m) => m.points));
+      const badge = document.createElement("span");
+      badge.className = "badge";
+      badge.textContent = signed(best);
+      button.appendChild(badge);
+      button.setAttribute("aria-label", `${button.getAttribute("aria-label")}, coach ${badge.textContent}`);
+    }
+  } catch (error) {
+    showError(error);
+  } finally {
+    $("hint").disabled = false;
+  }
+}
+
+function moveLabel(move) {
+  if (!move.tile) return "pass";
+  return move.end ? `on the ${move.end} end` : "to open";
+}
+
+function adviceTable(position, advice) {
+  const table = document.createElement("table");
+  table.className = "advice";
+  const head = table.createTHead().insertRow();
+  for (const h of ["move", "", "points", "wins", ...(advice.network ? ["network"] : [])]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = h;
+    head.appendChild(th);
+  }
+  const body = table.createTBody();
+  const rows = [...position.moves].sort((a, b) => b.points - a.points);
+  for (const move of rows) {
+    const tr = body.insertRow();
+    if (move.action === position.best) tr.className = "best";
+    const tileCell = tr.insertCell();
+    if (move.tile) {
+      const svg = tileSvg(move.tile, false, `[${move.tile[0]}|${move.tile[1]}]`);
+      svg.classList.add("mini");
+      tileCell.appendChild(svg);
+    }
+    const what = tr.insertCell();
+    what.textContent = moveLabel(move);
+    if (move.action === position.best) what.appendChild(Object.assign(document.createElement("span"), { className: "pick-tag", textContent: "search" }));
+    if (move.action === position.network_best) what.appendChild(Object.assign(document.createElement("span"), { className: "pick-tag", textContent: "network" }));
+    const points = tr.insertCell();
+    points.className = "num";
+    points.textContent = `${signed(move.points)} ± ${move.error.toFixed(1)}`;
+    const wins = tr.insertCell();
+    wins.className = "num";
+    wins.textContent = percent(move.win);
+    if (advice.network) {
+      const net = tr.insertCell();
+      net.className = "num";
+      net.textContent = percent(move.network);
+    }
+  }
+  return table;
+}
+
+async function review() {
+  showError(null);
+  try {
+    $("review").disabled = true;
+    const advice = await api("GET", `/api/games/${game.id}/review`);
+    $("coach-title").textContent = "Coach: your round";
+    $("coach-note").textContent = advice.positions.length ? coachNote(advice) : "You had no choice to make this round: every move was forced.";
+    const items = advice.positions.map((p, i) => {
+      const item = document.createElement("div");
+      item.className = "review-item";
+      const played = p.moves.find((m) => m.action === p.played);
+      const best = p.moves.find((m) => m.action === p.best);
+      const head = document.createElement("p");
+      const ends = p.ends ? `ends ${p.ends[0]} and ${p.ends[1]}` : "the opening";
+      head.textContent = `Choice ${i + 1} (${ends}): you played ${played.tile ? `[${played.tile.join("|")}] ${moveLabel(played)}` : "pass"}. `;
+      const verdict = document.createElement("span");
+      // A difference within two standard errors of the deals' noise is no mistake.
+      if (p.played === p.best || p.cost <= 2 * p.cost_error) {
+        verdict.className = "verdict good";
+        verdict.textContent = p.played === p.best ? "Search's pick too." : "As good as search's pick, within the guesses' noise.";
+      } else {
+        verdict.className = "verdict costly";
+        verdict.textContent = `Search preferred [${best.tile.join("|")}] ${moveLabel(best)}: about ${p.cost.toFixed(1)} points better (± ${p.cost_error.toFixed(1)}).`;
+      }
+      head.appendChild(verdict);
+      const details = document.createElement("details");
+      const summary = document.createElement("summary");
+      summary.textContent = "every move";
+      details.append(summary, adviceTable(p, advice));
+      item.append(head, details);
+      return item;
+    });
+    $("coach-body").replaceChildren(...items);
+    $("coach").hidden = false;
+    $("coach").scrollIntoView({ block: "nearest" });
+  } catch (error) {
+    showError(error);
+  } finally {
+    $("review").disabled = false;
+  }
 }
 
 // -- replay --------------------------------------------------------------------------------
@@ -294,14 +753,16 @@ function drawFrame() {
   $("replay-move").textContent = frame.move
     ? `${seatName(frame.move.seat)} (${agents[frame.move.seat]}): ${frame.move.text}`
     : "the deal";
-  drawLine($("replay-line"), frame.line, frame.ends);
+  const last = frame.move && frame.move.text !== "pass" ? tileKey(frame.move.text.match(/\d+/g).map(Number)) : null;
+  drawLine($("replay-line"), frame.line, frame.opening, frame.ends, { last });
   $("replay-hands").replaceChildren(
     ...frame.hands.map((tiles, s) => {
       const row = document.createElement("div");
       row.className = "revealed";
       const label = document.createElement("span");
+      label.className = "name";
       label.textContent = `${seatName(s)} (${agents[s]})${frame.current === s ? " to play" : ""}:`;
-      row.append(label, ...tiles.map(tileSvg));
+      row.append(label, ...tiles.map((t) => tileSvg(t, true, `[${t[0]}|${t[1]}]`)));
       return row;
     })
   );
@@ -313,6 +774,7 @@ function switchTab(name) {
   for (const tab of ["play", "replay"]) {
     $(tab).hidden = tab !== name;
     $(`tab-${tab}`).classList.toggle("active", tab === name);
+    $(`tab-${tab}`).setAttribute("aria-pressed", String(tab === name));
   }
 }
 
@@ -320,11 +782,17 @@ function switchTab(name) {
 
 async function init() {
   const options = await api("GET", "/api/options");
-  $("preset").replaceChildren(...Object.keys(options.presets).map((name) => new Option(name, name)));
-  $("opponents").title = `agent specs, comma-separated: ${options.agents.join(", ")}, policy:PATH, ...`;
+  $("preset").replaceChildren(...Object.keys(options.presets).map((name) => new Option(name.replaceAll("_", " "), name)));
+  $("preset").addEventListener("change", () => loadCatalogue().catch(showError));
+  $("seat").addEventListener("change", buildPicks);
+  await loadCatalogue();
   $("setup").addEventListener("submit", newGame);
   $("pass").addEventListener("click", () => play(Number($("pass").dataset.action)));
+  for (const id of ["end-left", "end-right"]) $(id).addEventListener("click", () => play(Number($(id).dataset.action)));
+  $("hint").addEventListener("click", hint);
+  $("review").addEventListener("click", review);
   $("next-round").addEventListener("click", nextRound);
+  $("again").addEventListener("click", backToSetup);
   $("replay-game").addEventListener("click", async () => openReplay([{ label: "this game", replay: await api("GET", `/api/games/${game.id}/replay`) }]));
   $("tab-play").addEventListener("click", () => switchTab("play"));
   $("tab-replay").addEventListener("click", () => switchTab("replay"));
@@ -342,6 +810,20 @@ async function init() {
   $("prev").addEventListener("click", () => { frameIndex -= 1; drawFrame(); });
   $("next").addEventListener("click", () => { frameIndex += 1; drawFrame(); });
   $("last").addEventListener("click", () => { frameIndex = currentFrames().length - 1; drawFrame(); });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && selected) {
+      selected = null;
+      render(game);
+    }
+  });
+  let resized = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resized);
+    resized = setTimeout(() => {
+      if (game && !$("table").hidden) drawLine($("line"), game.line, game.opening, game.ends, { last: lastTile });
+      if (replayData && replayData.frames && !$("viewer").hidden) drawFrame();
+    }, 100);
+  });
   document.body.dataset.ready = "yes";
 }
 
