@@ -79,6 +79,9 @@ def test_a_killed_training_run_resumes_from_its_last_checkpoint(tmp_path, monkey
     assert_learning_resumed_from(calls, latest)  # its step and weights, not a fresh start
     summary = json.loads((out / "training.json").read_text())
     assert summary["timesteps"] == target and not summary["interrupted"]
+    # Its rate counts the 512 steps this run learned, not those before (both figures rounded to 0.1).
+    rate, seconds = summary["steps_per_second"], summary["seconds"]
+    assert abs(rate * seconds - 512) <= 0.05 * (rate + seconds) + 0.01
     curve = (out / "learning_curve.csv").read_text().splitlines()
     assert curve[0].startswith("timesteps,") and all(len(row.split(",")) == len(curve[0].split(",")) for row in curve)
     assert int(curve[-1].split(",")[0]) == target
