@@ -190,6 +190,10 @@ def test_an_illegal_action_names_the_game_and_changes_nothing():
     before = {k: v.copy() for k, v in vars(games).items() if isinstance(v, np.ndarray)}
     with pytest.raises(ValueError, match=r"game 2: action \d+ is not legal .*legal actions: "):
         games.step(bad)
+    for outside in (-1, PRESETS["standard"].tile_set.num_actions, 2**40):  # no action id, not an index wrapped round
+        bad[2] = outside
+        with pytest.raises(ValueError, match=rf"game 2: action {outside} is not legal"):
+            games.step(bad)
     for key, value in before.items():
         np.testing.assert_array_equal(getattr(games, key), value, err_msg=key)
     with pytest.raises(ValueError, match="shape"):
