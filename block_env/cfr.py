@@ -242,16 +242,6 @@ class BestResponse:
     choice: np.ndarray
     node_value: np.ndarray
 
-    def policy(self, tree: GameTree, base: np.ndarray) -> np.ndarray:
-        """``base`` with ``seat``'s information states replaced by the best response's action."""
-        out = np.array(base, dtype=np.float64)
-        mine = np.flatnonzero(self.choice >= 0)
-        for info in mine:
-            start, stop = tree.info_offset[info], tree.info_offset[info + 1]
-            out[start:stop] = 0.0
-            out[start + self.choice[info]] = 1.0
-        return out
-
 
 def best_response(tree: GameTree, policy: np.ndarray, seat: int) -> BestResponse:
     """``seat``'s exact best response to the other seat's part of ``policy``."""

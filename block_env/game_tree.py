@@ -197,7 +197,7 @@ def build_tree(rules: Rules) -> GameTree:
     public: dict[tuple[int, int], int] = {}  # (parent's public history, action) -> id
     root_hands, root_leader = [], []
 
-    def add(rnd: Round, up: int, level: int, move: int, history: int) -> None:
+    def add(rnd: Round, dealt: tuple[int, int], up: int, level: int, move: int, history: int) -> None:
         parent.append(up)
         depth.append(level)
         action.append(move)
@@ -212,13 +212,12 @@ def build_tree(rules: Rules) -> GameTree:
             info_key.append(history << num_tiles | dealt[seat])
 
     for hands in deals:
-        dealt = hands
         for lead in leads:
             rnd = Round.start(rules, list(hands), lead)
             root_hands.append(hands)
             root_leader.append(rnd.leader)
             index = len(parent)
-            add(rnd, -1, 0, -1, rnd.leader)  # a root's public history: who leads
+            add(rnd, hands, -1, 0, -1, rnd.leader)  # a root's public history: who leads
             stack = [(rnd, index, rnd.leader, 0)]
             while stack:
                 rnd, index, history, level = stack.pop()
@@ -230,7 +229,7 @@ def build_tree(rules: Rules) -> GameTree:
                     if child_history is None:
                         child_history = public[key] = len(public) + SEATS
                     child_index = len(parent)
-                    add(child, index, level + 1, move, child_history)
+                    add(child, hands, index, level + 1, move, child_history)
                     if child.result is None:
                         stack.append((child, child_index, child_history, level + 1))
     return _lay_out(

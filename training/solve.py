@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +191,7 @@ def _write_agents(
     write_atomically(folder / "summary.md", "\n".join(lines) + "\n")
 
 
-def agent_policy(tree: GameTree, spec: str, seed_of: Any = None) -> np.ndarray:
+def agent_policy(tree: GameTree, spec: str, seed_of: Callable[[int], int] | None = None) -> np.ndarray:
     """``spec``'s policy over ``tree``'s slots (both seats), for exact best responses.
 
     ``random`` is uniform and ``solved:PATH`` its own probabilities; any other agent puts
