@@ -5,9 +5,10 @@ exact NashConv beside the equilibrium's (docs/solver.md).
 
 Builds the game tree from the engine (about 2 s), runs CFR+ until the average policy's
 NashConv is at most ``--until`` times the mean award of a round (checked every 10
-iterations), then measures each agent with two exact best responses. ``search`` asks the
-search agent for its move at every information state its own moves reach, which takes a few
-minutes; ``openspiel:ismcts`` (the [openspiel] extra) much longer.
+iterations), then measures each agent with two exact best responses: about 10 s in all on
+the project's machine. Each agent is asked for its move at every information state its own
+moves reach (8,082 for a deterministic one); ``openspiel:ismcts`` (the [openspiel] extra)
+takes about 7 minutes there.
 """
 
 from __future__ import annotations
