@@ -1,6 +1,7 @@
 """The observation decoders against each other and the engine, at every turn of random games:
 the "history" encoding's replay of the moves, the "vector" encoding's pieces, and
-read_public_view's bitmasks all read the same public facts, and those are the engine's."""
+read_public_view's bitmasks (from any encoding) all read the same public facts, and those are
+the engine's."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def test_every_decoder_reads_the_engines_public_facts_at_every_turn(preset):
             )
             assert view.opening == (None if vector["opening"] is None else ts.tiles.index(vector["opening"]))
             assert list(view.scores) == vector["scores"] and list(view.legal) == env.legal_actions()
+            for observation in ("tracked", "history"):  # the same view from the other encodings
+                assert read_public_view(env.observe(agent, observation), rules, observation) == view
 
             turns += 1
             with_passes += rnd.passes > 0
