@@ -4,7 +4,9 @@ output, and saved agents that load and play legally in every preset."""
 from __future__ import annotations
 
 import csv
+import gc
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from block_env import PRESETS, Rules, raw_env
 from block_env.agents import make_agent, make_env
 from block_env.agents.policy import build_policy, save_agent
 from block_env.cli import main
+from block_env.seeding import derive_seed
 from block_env.training.config import config_from_dict, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,10 +149,27 @@ def test_training_smoke_run_writes_every_output(tiny_run):
         assert (tiny_run / name / "agent.json").is_file() and (tiny_run / name / "policy.pth").is_file()
     assert sorted(p.name for p in (tiny_run / "checkpoints").iterdir()) == ["ppo_256_steps.zip", "ppo_512_steps.zip"]
     assert len(list((tiny_run / "snapshots").iterdir())) == 2
-    rows = list(csv.DictReader((tiny_run / "learning_curve.csv").open()))
+    with (tiny_run / "learning_curve.csv").open() as f:
+        rows = list(csv.DictReader(f))
     assert [int(r["timesteps"]) for r in rows] == [0, 256, 512]  # 0: right after the warm start
     assert (tiny_run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert any((tiny_run / "tensorboard").rglob("events.out.tfevents.*"))
+
+
+def test_each_curve_point_plays_fresh_deals_and_the_best_agent_is_the_best_point(tiny_run):
+    """Point k plays the deals of the "evaluation" stream's index k (the CSV says which), so no
+    point is judged on deals an earlier one was chosen on; best/ is the agent of the first point
+    with the highest mean margin (the step-0 agent, or the snapshot taken at that step)."""
+    import torch
+
+    with (tiny_run / "learning_curve.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["seed"]) for r in rows] == [derive_seed(0, "evaluation", k) for k in range(3)]
+    top = max(rows, key=lambda r: float(r["mean_margin"]))
+    steps = int(top["timesteps"])
+    source = tiny_run / ("step_0" if steps == 0 else f"snapshots/step_{steps:09d}")
+    best, chosen = (torch.load(folder / "policy.pth", weights_only=True) for folder in (tiny_run / "best", source))
+    assert all(torch.equal(best[k], chosen[k]) for k in chosen)
 
 
 def test_training_on_a_sharded_env_swaps_snapshots_into_every_shard(tmp_path):
@@ -199,24 +219,32 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     import shutil
 
     shutil.copytree(tiny_run, out)
-    code = main(
-        [
-            "train",
-            "--config",
-            str(TINY),
-            "--out",
-            str(out),
-            "--quiet",
-            "--total-timesteps",
-            "768",
-            "--resume",
-            str(out / "checkpoints" / "ppo_512_steps.zip"),
-        ]
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        code = main(
+            [
+                "train",
+                "--config",
+                str(TINY),
+                "--out",
+                str(out),
+                "--quiet",
+                "--total-timesteps",
+                "768",
+                "--resume",
+                str(out / "checkpoints" / "ppo_512_steps.zip"),
+            ]
+        )
+        gc.collect()
     assert code == 0
     assert json.loads((out / "training.json").read_text())["timesteps"] == 768
-    rows = list(csv.DictReader((out / "learning_curve.csv").open()))
+    with (out / "learning_curve.csv").open() as f:
+        rows = list(csv.DictReader(f))
     assert [int(r["timesteps"]) for r in rows] == [0, 256, 512, 768]
+    # the point after the resume plays deals of its own too
+    assert [int(r["seed"]) for r in rows] == [derive_seed(0, "evaluation", k) for k in range(4)]
+    # reading the curve on resume, at each point and for the plot closes the file each time
+    assert not [w for w in caught if "learning_curve.csv" in str(w.message)]
 
 
 def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):

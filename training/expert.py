@@ -12,23 +12,23 @@ head's. Workers search in parallel processes, each playing
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from block_env.agents.search import SearchAgent
-from block_env.arena import ArenaConfig, run_arena, summarize
+from block_env.arena import Estimate
 from block_env.arena.play import progress_bar
 from block_env.batched import BatchedGames
-from block_env.files import save_atomically, write_csv_atomically
+from block_env.files import write_csv_atomically
 from block_env.observations import batch_encoder
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import ExpertConfig, TrainConfig
+from block_env.training.curves import CurveLine, head_to_head, plot_curve
+from block_env.training.teaching import decisions_in_processes, fit_policy, one_hot_targets, save_policy_agent
 
 EXPERT_CSV = "expert.csv"
 EXPERT_PNG = "expert.png"
@@ -94,17 +94,11 @@ def searched_round(student: Path, config: TrainConfig, k: int, progress: bool) -
     chunks = expert.workers * CHUNKS_PER_WORKER
     sizes = [size for c in range(chunks) if (size := expert.decisions // chunks + (c < expert.decisions % chunks))]
     seeds = [derive_seed(config.seed, f"expert_round_{k}", c) for c in range(len(sizes))]
-    tasks = ([str(student)] * len(sizes), [config.resolved_rules()] * len(sizes), [expert] * len(sizes), sizes, seeds)
-    parts = []
-    context = multiprocessing.get_context("spawn")  # workers start only when tasks go to the pool
-    with (
-        progress_bar(progress, expert.decisions, f"round {k}: searched decisions") as advance,
-        ProcessPoolExecutor(max_workers=expert.workers, mp_context=context) as pool,
-    ):
-        for part in (pool.map if expert.workers > 1 else map)(search_decisions, *tasks):
-            parts.append(part)
-            advance(len(part["played"]))
-    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    tasks = [(str(student), config.resolved_rules(), expert, size, seed) for size, seed in zip(sizes, seeds)]
+    with progress_bar(progress, expert.decisions, f"round {k}: searched decisions") as advance:
+        return decisions_in_processes(
+            search_decisions, tasks, expert.workers, done=lambda part: advance(len(part["played"]))
+        )
 
 
 def move_value_targets(values: np.ndarray, temperature: float) -> np.ndarray:
@@ -121,18 +115,17 @@ def move_value_targets(values: np.ndarray, temperature: float) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-def measure(agent: Path, config: TrainConfig) -> Any:
+def measure(agent: Path, config: TrainConfig) -> Estimate:
     """The agent's margin over ``expert.eval_opponent`` on the same duplicate deals every round."""
-    spec, opponent = f"policy:{agent}", config.expert.eval_opponent
-    arena = ArenaConfig(
-        agents=(spec, opponent),
-        rules=config.resolved_rules(),
+    return head_to_head(
+        f"policy:{agent}",
+        config.expert.eval_opponent,
+        config.resolved_rules(),
         episode=config.episode,
         deals=config.expert.eval_deals,
         seed=derive_seed(config.seed, "expert_eval"),
         workers=config.expert.workers,
     )
-    return summarize(arena, run_arena(arena, progress=False)).head_to_head[spec][opponent]
 
 
 def expert_iteration(model: Any, config: TrainConfig, root: Path, progress: bool = True) -> list[dict[str, Any]]:
@@ -140,8 +133,6 @@ def expert_iteration(model: Any, config: TrainConfig, root: Path, progress: bool
     Each round's policy is saved as the agent folder ``root/expert_round_K`` and measured
     against ``expert.eval_opponent``; the rows (also ``root/expert.csv`` and ``expert.png``)
     are returned. Ctrl-C keeps the rounds already saved (and says how to go on from the last)."""
-    from block_env.training.train import save_policy_agent
-
     expert = config.expert
     last, saved = 0, save_policy_agent(model, root / round_agent_name(0), config)
     rows = [curve_row(0, saved, config)]
@@ -166,8 +157,6 @@ def distil_round(model: Any, config: TrainConfig, data: dict[str, np.ndarray], k
     """Fit the policy to round ``k``'s searches (``expert.targets``: every move's value as a
     softmax at ``expert.temperature``, or the search's choice) and the value head to the
     searched value of each move played."""
-    from block_env.training.train import fit_policy, one_hot_targets
-
     expert = config.expert
     if expert.targets == "values":
         targets = move_value_targets(data["values"], expert.temperature)
@@ -217,23 +206,17 @@ def curve_row(
 
 
 def write_expert_curve(root: Path, rows: list[dict[str, Any]], opponent: str) -> None:
-    """expert.csv and expert.png: each round's margin over ``opponent`` with its 95% interval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """expert.csv and expert.png: each round's margin over ``opponent`` with its 95% interval
+    (every round on the same deals)."""
     write_csv_atomically(root / EXPERT_CSV, list(rows[0]), rows)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    rounds = [r["round"] for r in rows]
-    ax.plot(rounds, [r["margin"] for r in rows], marker="o", label=f"policy - {opponent}")
-    ax.fill_between(rounds, [r["low"] for r in rows], [r["high"] for r in rows], alpha=0.15)
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel("expert iteration round")
-    ax.set_ylabel("points margin per round (95% CI)")
-    ax.set_xticks(rounds)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    save_atomically(root / EXPERT_PNG, lambda temporary: fig.savefig(temporary, dpi=110, format="png"))
-    plt.close(fig)
+    line = CurveLine(
+        f"policy - {opponent}", [r["margin"] for r in rows], [r["low"] for r in rows], [r["high"] for r in rows]
+    )
+    plot_curve(
+        root / EXPERT_PNG,
+        [r["round"] for r in rows],
+        [line],
+        xlabel="expert iteration round",
+        size=(7, 4),
+        every_x=True,
+    )

@@ -8,18 +8,13 @@ learn, write the outputs. ``block-dominoes train --config configs/default.yaml``
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
-import math
-import multiprocessing
 import os
 import shutil
 import time
-import warnings
 import zipfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,15 +25,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.policy import (
-    ACTOR_KEYS,
-    CRITIC_KEYS,
-    PolicyAgent,
-    activation_class,
-    policy_shape,
-    save_agent,
-)
-from block_env.arena import ArenaConfig, Estimate, run_arena, summarize
+from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, PolicyAgent, activation_class
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
 from block_env.gym_env import BlockDominoesEnv
@@ -46,12 +33,19 @@ from block_env.observations import layout_for, privileged_layout
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
+from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
+from block_env.training.expert import expert_iteration
+from block_env.training.teaching import (
+    decisions_in_processes,
+    fit_policy,
+    one_hot_targets,
+    round_points_scale,
+    save_policy_agent,
+)
 
 BEST, FINAL, LATEST, STEP_0 = "best", "final", "latest", "step_0"
-#: Logit given to illegal actions in the imitation loss (masked out of the softmax).
-MASKED_LOGIT = -1e8
-#: Weight of the value head's loss against the policy's in the imitation warm start.
-IMITATION_VALUE_WEIGHT = 0.5
+#: The seed stream of the learning curve's deals: point k plays derive_seed(seed, EVALUATION_DEALS, k).
+EVALUATION_DEALS = "evaluation"
 
 
 @dataclass
@@ -164,36 +158,6 @@ def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     return kwargs
 
 
-def round_points_scale(config: TrainConfig) -> float | None:
-    """The learner's value units per zero-sum point of a round (``reward_scale``) when its
-    value head estimates a round's zero-sum points: zero-sum reward over round episodes; else
-    None."""
-    return config.reward_scale if config.reward == "zero_sum" and config.episode == "round" else None
-
-
-def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
-    """The learner's policy as an agent folder; with the asymmetric critic, its actor alone."""
-    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
-    rules = config.resolved_rules()
-    policy = model.policy
-    if config.ppo.asymmetric:
-        from block_env.training.critic import export_actor
-
-        policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
-    # The saved value head is kept only when it read the observation alone: then a search may
-    # use it at its leaves.
-    value_scale = None if config.ppo.asymmetric else round_points_scale(config)
-    return save_agent(
-        policy,
-        folder,
-        rules,
-        config.observation,
-        net_arch=arch,
-        activation=config.ppo.activation,
-        value_scale=value_scale,
-    )
-
-
 def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
     """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
     so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
@@ -258,14 +222,9 @@ def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
     episode return (in the training reward mode), for the value head. With
     ``pretrain.workers`` above 1 the episodes are shared out among that many processes."""
     workers, wanted = config.pretrain.workers, config.pretrain.decisions
-    if workers == 1:
-        parts = [teacher_games(config, 0, 1, wanted)]
-    else:
-        share = -(-wanted // workers)
-        # spawn, not fork: the parent may hold torch threads, which fork can deadlock.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            parts = list(pool.map(teacher_games, *zip(*[(config, k, workers, share) for k in range(workers)])))
-    return {key: np.concatenate([part[key] for part in parts])[:wanted] for key in parts[0]}
+    share = -(-wanted // workers)
+    data = decisions_in_processes(teacher_games, [(config, k, workers, share) for k in range(workers)], workers)
+    return {key: values[:wanted] for key, values in data.items()}
 
 
 def teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
@@ -354,97 +313,28 @@ def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     )
 
 
-def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:
-    """``fit_policy`` targets that put all the weight on one action per row (a chosen move).
-
-    Examples:
-        >>> one_hot_targets(np.array([2, 0]), 3)
-        array([[0., 0., 1.],
-               [1., 0., 0.]], dtype=float32)
-    """
-    targets = np.zeros((len(actions), num_actions), dtype=np.float32)
-    targets[np.arange(len(actions)), actions] = 1.0
-    return targets
-
-
-def fit_policy(
-    model: Any,
-    observations: np.ndarray,
-    masks: np.ndarray,
-    targets: np.ndarray,
-    returns: np.ndarray,
-    *,
-    epochs: int,
-    batch_size: int,
-    learning_rate: float,
-    seed: int,
-) -> dict[str, float]:
-    """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
-    per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
-    and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
-    often the policy's best move was the targets' best before fitting (``agreement``) and
-    after the last epoch (``accuracy``), and the last epoch's mean losses."""
-    import torch
-
-    policy = model.policy
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    obs = torch.as_tensor(observations)
-    legal = torch.as_tensor(masks)
-    target = torch.as_tensor(targets, dtype=torch.float32)
-    best = target.argmax(-1)
-    value_target = torch.as_tensor(returns, dtype=torch.float32)
-    generator = torch.Generator().manual_seed(seed)
-
-    def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = policy.extract_features(obs[idx], policy.pi_features_extractor)
-        latent_pi, latent_vf = policy.mlp_extractor(features)
-        logits = policy.action_net(latent_pi).masked_fill(~legal[idx], MASKED_LOGIT)
-        return logits, policy.value_net(latent_vf).squeeze(-1)
-
-    with torch.no_grad():
-        agreement = sum(
-            (masked_logits(idx)[0].argmax(-1) == best[idx]).sum().item()
-            for idx in torch.arange(len(best)).split(batch_size)
-        )
-    policy.set_training_mode(True)
-    stats: dict[str, float] = {}
-    for _ in range(epochs):
-        order = torch.randperm(len(best), generator=generator)
-        correct = policy_loss_sum = value_loss_sum = 0.0
-        for idx in order.split(batch_size):
-            logits, values = masked_logits(idx)
-            policy_loss = torch.nn.functional.cross_entropy(logits, target[idx])
-            value_loss = torch.nn.functional.mse_loss(values, value_target[idx])
-            loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            correct += (logits.argmax(-1) == best[idx]).sum().item()
-            policy_loss_sum += policy_loss.item() * len(idx)
-            value_loss_sum += value_loss.item() * len(idx)
-        stats = {
-            "decisions": float(len(best)),
-            "agreement": agreement / len(best),
-            "accuracy": correct / len(best),
-            "policy_loss": policy_loss_sum / len(best),
-            "value_loss": value_loss_sum / len(best),
-        }
-    policy.set_training_mode(False)
-    return stats
-
-
 # -- evaluation and learning curve ------------------------------------------------------------
 
 
 def evaluate_against_baselines(agent_dir: Path, config: TrainConfig, deals: int, seed: int) -> dict[str, Any]:
     """Net points per round of the saved agent against each baseline (duplicate deals,
     masks always on), with 95% intervals and the number of deals played: ``deals``, or, with
-    ``eval.halfwidth``, as many more as that interval needs (:func:`head_to_head_within`)."""
+    ``eval.halfwidth``, as many more as that interval needs (:func:`head_to_head`); every
+    opponent on the same deals, those of ``seed``."""
     spec = f"policy:{agent_dir}"
     row: dict[str, Any] = {}
     margins = []
     for opponent in config.eval.opponents:
-        estimate = head_to_head_within(spec, opponent, config, deals, seed)
+        estimate = head_to_head(
+            spec,
+            opponent,
+            config.resolved_rules(),
+            episode=config.episode,
+            deals=deals,
+            seed=seed,
+            halfwidth=config.eval.halfwidth,
+            max_deals=config.eval.max_deals,
+        )
         row[f"vs_{opponent}"] = estimate.mean
         row[f"vs_{opponent}_low"] = estimate.low
         row[f"vs_{opponent}_high"] = estimate.high
@@ -454,66 +344,40 @@ def evaluate_against_baselines(agent_dir: Path, config: TrainConfig, deals: int,
     return row
 
 
-def head_to_head_within(spec: str, opponent: str, config: TrainConfig, deals: int, seed: int) -> Estimate:
-    """``spec`` − ``opponent`` per round over duplicate deals: ``deals`` of them, then, while
-    the 95% interval is wider than +-``eval.halfwidth``, the further deals its width says
-    are needed (10% spare; at most ``eval.max_deals``). The deal seeds of a shorter run are
-    the first of a longer one's, so only the new deals are played."""
-    wanted = config.eval.halfwidth
-    target, played, records = deals, 0, []
-    while True:
-        arena = ArenaConfig(
-            agents=(spec, opponent), rules=config.resolved_rules(), episode=config.episode, deals=target, seed=seed
-        )
-        records += run_arena(arena, progress=False, first_deal=played)
-        played = target
-        estimate = summarize(arena, records).head_to_head[spec][opponent]
-        halfwidth = estimate.halfwidth
-        if wanted is None or halfwidth <= wanted:
-            return estimate
-        if played >= config.eval.max_deals:
-            warnings.warn(
-                f"learning-curve point against {opponent}: +-{halfwidth:.2f} points per round after "
-                f"eval.max_deals={config.eval.max_deals} deals, wider than eval.halfwidth={wanted}",
-                stacklevel=2,
-            )
-            return estimate
-        target = min(config.eval.max_deals, max(played + 1, math.ceil(1.1 * played * (halfwidth / wanted) ** 2)))
-
-
 def write_learning_curve(paths: RunPaths, opponents: tuple[str, ...]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not paths.curve_csv.exists():
-        return
-    rows = list(csv.DictReader(paths.curve_csv.open()))
+    """learning_curve.png from learning_curve.csv: each opponent's margin per point with its
+    interval, and which deals the points played (their arena seeds are the CSV's ``seed``)."""
+    rows = read_curve(paths.curve_csv)
     if not rows:
         return
-    steps = [int(r["timesteps"]) for r in rows]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    lines = []
     for opponent in opponents:
-        mean = [float(r[f"vs_{opponent}"]) for r in rows]
-        low = [float(r[f"vs_{opponent}_low"]) for r in rows]
-        high = [float(r[f"vs_{opponent}_high"]) for r in rows]
         deals = sorted({int(r.get(f"vs_{opponent}_deals") or 0) for r in rows} - {0})
         label = f"vs {opponent}"
         if deals:
             span = f"{deals[0]:,}" if len(deals) == 1 else f"{deals[0]:,}-{deals[-1]:,}"
             label += f" ({span} deals a point)"
-        ax.plot(steps, mean, marker="o", label=label)
-        ax.fill_between(steps, low, high, alpha=0.15)
-    ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xlabel("environment steps (learner decisions)")
-    ax.set_ylabel("points margin per round (95% CI)")
-    ax.set_title("MaskablePPO learning curve: duplicate-deal evaluation against the baselines")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    save_atomically(paths.curve_png, lambda temporary: fig.savefig(temporary, dpi=110, format="png"))
-    plt.close(fig)
+        lines.append(
+            CurveLine(
+                label,
+                [float(r[f"vs_{opponent}"]) for r in rows],
+                [float(r[f"vs_{opponent}_low"]) for r in rows],
+                [float(r[f"vs_{opponent}_high"]) for r in rows],
+            )
+        )
+    seeds = [r.get("seed") or None for r in rows]  # runs from before the seed column have none
+    if None not in seeds and len(set(seeds)) == len(seeds):
+        note = "every point on fresh duplicate deals (their arena seeds: learning_curve.csv, column seed)"
+    else:
+        note = "points with the same arena seed (learning_curve.csv, column seed) played the same deals"
+    plot_curve(
+        paths.curve_png,
+        [int(r["timesteps"]) for r in rows],
+        lines,
+        xlabel="environment steps (learner decisions)",
+        title="MaskablePPO learning curve: duplicate-deal evaluation against the baselines",
+        note=note,
+    )
 
 
 # -- callbacks --------------------------------------------------------------------------------
@@ -568,12 +432,14 @@ class EvaluateCallback(PeriodicCallback):
         self.paths = paths
         self.best = -float("inf")
         self.last_at = -1
+        self.points = 0  # learning-curve points so far: the next one's deal stream index
 
     def _on_training_start(self) -> None:
         super()._on_training_start()
-        if self.paths.curve_csv.exists():
-            rows = list(csv.DictReader(self.paths.curve_csv.open()))
-            self.best = max((float(r["mean_margin"]) for r in rows), default=-float("inf"))
+        rows = read_curve(self.paths.curve_csv)
+        if rows:  # a resumed run: the best so far, and its next point on deals no earlier point played
+            self.best = max(float(r["mean_margin"]) for r in rows)
+            self.points = len(rows)
         else:
             self.evaluate()  # the starting point of the curve (after any warm start)
 
@@ -585,17 +451,24 @@ class EvaluateCallback(PeriodicCallback):
         self.evaluate()
 
     def evaluate(self) -> None:
-        """A learning-curve point now: the latest agent against the baselines."""
+        """A learning-curve point now: the latest agent against the baselines, on fresh deals
+        (point k plays those of ``derive_seed(seed, "evaluation", k)``, the CSV's ``seed``), so
+        that the best agent is chosen on deals the choice has not seen before."""
         config, paths = self.config, self.paths
         self.last_at = self.num_timesteps
         latest = save_policy_agent(self.model, paths.agent(LATEST), config)
-        row = evaluate_against_baselines(latest, config, config.eval.deals, seed=derive_seed(config.seed, "evaluation"))
-        row = {"timesteps": self.num_timesteps, **row}
+        seed = derive_seed(config.seed, EVALUATION_DEALS, self.points)
+        row = {
+            "timesteps": self.num_timesteps,
+            "seed": seed,
+            **evaluate_against_baselines(latest, config, config.eval.deals, seed=seed),
+        }
+        self.points += 1
         for key, value in row.items():
-            if key != "timesteps":
+            if key not in ("timesteps", "seed"):
                 self.logger.record(f"eval/{key}", value)
         self.logger.dump(self.num_timesteps)
-        rows = list(csv.DictReader(paths.curve_csv.open())) if paths.curve_csv.exists() else []
+        rows = read_curve(paths.curve_csv)
         write_csv_atomically(paths.curve_csv, list(row), [*rows, row])  # a crash keeps every earlier point
         if row["mean_margin"] > self.best:
             self.best = row["mean_margin"]
@@ -821,8 +694,6 @@ def train(
     pretrain_stats = warm_start(model, config, paths) if resume is None else None
     expert_rows = None
     if resume is None and config.expert.rounds:
-        from block_env.training.expert import expert_iteration  # it fits with this module's fit_policy
-
         expert_rows = expert_iteration(model, config, paths.root, progress)
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps

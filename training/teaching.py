@@ -1,0 +1,151 @@
+"""Teaching a policy: what training's warm start and expert iteration share. Decisions gathered
+in a pool of processes, a policy fitted to a teacher's decisions (or a search's move values),
+and the learner saved as an agent folder.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from block_env.agents.policy import policy_shape, save_agent
+from block_env.training.config import TrainConfig
+
+#: Logit given to illegal actions in the imitation loss (masked out of the softmax).
+MASKED_LOGIT = -1e8
+#: Weight of the value head's loss against the policy's in the imitation warm start.
+IMITATION_VALUE_WEIGHT = 0.5
+
+
+def decisions_in_processes(
+    play: Callable[..., dict[str, np.ndarray]],
+    tasks: Sequence[Iterable[Any]],
+    workers: int,
+    done: Callable[[dict[str, np.ndarray]], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """``play(*task)`` for each task, in a pool of ``workers`` processes (in this one when 1),
+    each task's arrays joined in task order; ``done(part)`` is told of each task's part as it
+    comes back (a progress bar)."""
+    parts = []
+    # spawn, not fork: the parent may hold torch threads, which fork can deadlock. The pool's
+    # processes start only when tasks go to it.
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for part in (pool.map if workers > 1 else map)(play, *zip(*tasks)):
+            parts.append(part)
+            if done is not None:
+                done(part)
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def round_points_scale(config: TrainConfig) -> float | None:
+    """The learner's value units per zero-sum point of a round (``reward_scale``) when its
+    value head estimates a round's zero-sum points: zero-sum reward over round episodes; else
+    None."""
+    return config.reward_scale if config.reward == "zero_sum" and config.episode == "round" else None
+
+
+def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
+    """The learner's policy as an agent folder; with the asymmetric critic, its actor alone."""
+    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
+    rules = config.resolved_rules()
+    policy = model.policy
+    if config.ppo.asymmetric:
+        from block_env.training.critic import export_actor
+
+        policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
+    # The saved value head is kept only when it read the observation alone: then a search may
+    # use it at its leaves.
+    value_scale = None if config.ppo.asymmetric else round_points_scale(config)
+    return save_agent(
+        policy,
+        folder,
+        rules,
+        config.observation,
+        net_arch=arch,
+        activation=config.ppo.activation,
+        value_scale=value_scale,
+    )
+
+
+def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:
+    """``fit_policy`` targets that put all the weight on one action per row (a chosen move).
+
+    Examples:
+        >>> one_hot_targets(np.array([2, 0]), 3)
+        array([[0., 0., 1.],
+               [1., 0., 0.]], dtype=float32)
+    """
+    targets = np.zeros((len(actions), num_actions), dtype=np.float32)
+    targets[np.arange(len(actions)), actions] = 1.0
+    return targets
+
+
+def fit_policy(
+    model: Any,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    targets: np.ndarray,
+    returns: np.ndarray,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+) -> dict[str, float]:
+    """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
+    per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
+    and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
+    often the policy's best move was the targets' best before fitting (``agreement``) and
+    after the last epoch (``accuracy``), and the last epoch's mean losses."""
+    import torch
+
+    policy = model.policy
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    obs = torch.as_tensor(observations)
+    legal = torch.as_tensor(masks)
+    target = torch.as_tensor(targets, dtype=torch.float32)
+    best = target.argmax(-1)
+    value_target = torch.as_tensor(returns, dtype=torch.float32)
+    generator = torch.Generator().manual_seed(seed)
+
+    def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = policy.extract_features(obs[idx], policy.pi_features_extractor)
+        latent_pi, latent_vf = policy.mlp_extractor(features)
+        logits = policy.action_net(latent_pi).masked_fill(~legal[idx], MASKED_LOGIT)
+        return logits, policy.value_net(latent_vf).squeeze(-1)
+
+    with torch.no_grad():
+        agreement = sum(
+            (masked_logits(idx)[0].argmax(-1) == best[idx]).sum().item()
+            for idx in torch.arange(len(best)).split(batch_size)
+        )
+    policy.set_training_mode(True)
+    stats: dict[str, float] = {}
+    for _ in range(epochs):
+        order = torch.randperm(len(best), generator=generator)
+        correct = policy_loss_sum = value_loss_sum = 0.0
+        for idx in order.split(batch_size):
+            logits, values = masked_logits(idx)
+            policy_loss = torch.nn.functional.cross_entropy(logits, target[idx])
+            value_loss = torch.nn.functional.mse_loss(values, value_target[idx])
+            loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            correct += (logits.argmax(-1) == best[idx]).sum().item()
+            policy_loss_sum += policy_loss.item() * len(idx)
+            value_loss_sum += value_loss.item() * len(idx)
+        stats = {
+            "decisions": float(len(best)),
+            "agreement": agreement / len(best),
+            "accuracy": correct / len(best),
+            "policy_loss": policy_loss_sum / len(best),
+            "value_loss": value_loss_sum / len(best),
+        }
+    policy.set_training_mode(False)
+    return stats
