@@ -358,3 +358,12 @@ def test_a_lead_that_is_not_a_seat_is_refused_naming_the_seats(lead):
 
     with pytest.raises(ValueError, match=rf"leader must be a seat 0\.\.1, got {lead!r}"):
         Round.start(Rules(), [0b111, 0b111000], lead)
+
+
+def test_the_smallest_hand_and_target_are_allowed_and_the_largest_hand_is_named():
+    assert Rules(hand_size=1).resolved_hand_size == 1 and Rules(target=1).resolved_target == 1
+    assert Rules(num_players=4, hand_size=7).resolved_hand_size == 7  # 4 x 7: the whole double-six set
+    with pytest.raises(ValueError, match=r"4 players x 8 tiles is more than the 28 tiles .* allowed 1\.\.7$"):
+        Rules(num_players=4, hand_size=8)
+    with pytest.raises(ValueError, match=r"3 players x 10 tiles is more than the 28 tiles .* allowed 1\.\.9$"):
+        Rules(num_players=3, hand_size=10)
