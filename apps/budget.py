@@ -70,14 +70,16 @@ class MoveBudget:
         self._deadlines: list[tuple[float, int, _Running]] = []  # a heap, soonest first
         self._order = itertools.count()
         self._closed = False
-        self._watchdog = threading.Thread(target=self._watch, name="move-budget", daemon=True)
-        self._watchdog.start()
+        self._watchdog: threading.Thread | None = None  # started by the first move
 
     def run(self, work: Callable[[], T]) -> T:
         """``work()`` on this thread, stopped with :class:`OverBudget` past the budget."""
         running = _Running(threading.get_ident())
         deadline = self._clock() + self.seconds
         with self._lock:
+            if self._watchdog is None:
+                self._watchdog = threading.Thread(target=self._watch, name="move-budget", daemon=True)
+                self._watchdog.start()
             if not self._deadlines or deadline < self._deadlines[0][0]:  # the watchdog sleeps till the first
                 self._lock.notify()
             heapq.heappush(self._deadlines, (deadline, next(self._order), running))
@@ -109,4 +111,5 @@ class MoveBudget:
         with self._lock:
             self._closed = True
             self._lock.notify()
-        self._watchdog.join(timeout=5)
+        if self._watchdog is not None:
+            self._watchdog.join(timeout=5)

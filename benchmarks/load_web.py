@@ -10,7 +10,8 @@ the status codes seen and the server's peak memory (the sum over its processes o
 peak). With several ``--workers`` values it runs each in turn and prints them side by side.
 Traffic goes to 127.0.0.1 only, and the run stops by itself.
 
-    python benchmarks/load_web.py [--players 200] [--seconds 30] [--workers 1 2] [--markdown out.md]
+    python benchmarks/load_web.py [--players 200] [--seconds 30] [--workers 1 2] [--new-games-per-minute 600]
+        [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class Player(threading.Thread):
         """Create a game and play it to the end, reading the view after every move."""
         opponent = OPPONENTS[self.index % len(OPPONENTS)]
         view = self.call(conn, "create", "POST", "/api/games", {"seed": seed, "opponents": [opponent]})
-        if "id" not in view:
+        if "id" not in view:  # refused (429, 503): wait a little, as a person would
+            self.stop.wait(1.0)
             return
         while not view["over"] and not self.stop.is_set():
             moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
@@ -114,7 +116,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def measure(players_count: int, seconds: float, workers: int) -> list[tuple[str, str]]:
+def measure(players_count: int, seconds: float, workers: int, per_minute: int) -> list[tuple[str, str]]:
     """One run against a server of ``workers`` processes: the table's rows."""
     port = free_port()
     data = tempfile.mkdtemp(prefix="load_web_")
@@ -130,6 +132,8 @@ def measure(players_count: int, seconds: float, workers: int) -> list[tuple[str,
             data,
             "--workers",
             str(workers),
+            "--new-games-per-minute",
+            str(per_minute),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -169,7 +173,7 @@ def measure(players_count: int, seconds: float, workers: int) -> list[tuple[str,
     rounds = sum(p.rounds for p in players)
     return [
         ("players (threads), opponents", f"{players_count}, {' / '.join(OPPONENTS)} in turn"),
-        ("worker processes", f"{workers}"),
+        ("worker processes, new games a minute per address", f"{workers}, {per_minute}"),
         ("seconds", f"{elapsed:.1f}"),
         ("requests", f"{len(every):,}"),
         ("requests/s", f"{len(every) / elapsed:,.1f}"),
@@ -194,10 +198,16 @@ def main() -> int:
     parser.add_argument("--players", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="server worker processes, one run each")
+    parser.add_argument(
+        "--new-games-per-minute",
+        type=int,
+        default=600,
+        help="the server's per-address limit (default 600: these players finish a round in seconds, a person in minutes)",
+    )
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     args = parser.parse_args()
 
-    runs = [measure(args.players, args.seconds, w) for w in args.workers]
+    runs = [measure(args.players, args.seconds, w, args.new_games_per_minute) for w in args.workers]
     header = "| measured | " + " | ".join(f"{w} worker(s)" for w in args.workers) + " |"
     lines = [header, "|---|" + "---:|" * len(runs)]
     for i, (name, _) in enumerate(runs[0]):

@@ -37,6 +37,8 @@ MODULES = [
     "block_env.arena.play",
     "block_env.arena.stats",
     "block_env.apps.web",
+    "block_env.apps.store",
+    "block_env.apps.budget",
     "block_env.training.config",
     "block_env.training.sb3_vec_env",
     "block_env.openspiel",

@@ -180,7 +180,7 @@ def test_serve_prints_its_address_and_answers(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cli = [sys.executable, "-m", "block_env.cli", "serve", "--port", str(port)]
+    cli = [sys.executable, "-m", "block_env.cli", "serve", "--data", str(tmp_path), "--port", str(port)]
     proc = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         assert proc.stdout.readline().strip().startswith(f"block_env web app on http://127.0.0.1:{port}/")
@@ -198,6 +198,12 @@ def test_serve_prints_its_address_and_answers(tmp_path):
         proc.wait(timeout=10)
     bad = subprocess.run([*cli[:-1], "70000"], capture_output=True, text=True)
     assert bad.returncode == 2 and "a port is an integer 1..65535, got 70000" in bad.stderr
+    missing = subprocess.run(
+        [*cli, "--agents-dir", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode == 2 and f"--agents-dir {tmp_path / 'nope'}: not a folder" in missing.stderr
+    store = subprocess.run([*cli, "--store", "mysql://x/y"], capture_output=True, text=True, timeout=120)
+    assert store.returncode == 2 and "the store is SQLite or PostgreSQL, got 'mysql'" in store.stderr
 
 
 # -- opponents that fail: the person's move stands, the answer says so, the game goes on ---------
