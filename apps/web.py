@@ -699,11 +699,6 @@ def start_game(game_id: str, settings: GameSettings) -> WebGame:
     )
 
 
-def new_game(body: dict[str, Any], opponents: Opponents | None = None) -> WebGame:
-    """A new game from a request's body (checked; BadRequest names what is wrong)."""
-    return start_game(secrets.token_hex(8), read_settings(body, opponents or Opponents()))
-
-
 # -- handlers: each reads the app's games from ``request.app.state.games`` -----------------------
 
 
