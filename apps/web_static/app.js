@@ -82,7 +82,8 @@ function tileSvg(tile, upright = true, label = null) {
 // turns up. Doubles stand crosswise. Returns the tiles' boxes, the turns and where the ends are.
 function layoutLine(line, opening, width) {
   const s = Math.max(14, Math.min(30, Math.floor(width / 13))); // a half tile's side
-  const gap = 2, rowH = 2 * s + 12, pad = Math.round(s * 0.8);
+  // The margin keeps room for an end marker beside a row's last tile, and for the turns.
+  const gap = 2, rowH = 2 * s + 12, pad = Math.round(s * 1.4);
   const placed = [], turns = [];
   const size = (t) => (t[0] === t[1] ? s : 2 * s);
   const cx = width / 2;
@@ -112,8 +113,10 @@ function layoutLine(line, opening, width) {
       const facingRight = at.dir > 0;
       placed.push({ tile: t, x: at.x, row: at.row, first: facingRight ? inner : outer, second: facingRight ? outer : inner });
     }
-    const marker = place(Math.round(1.5 * s));
-    return { x: marker.x + 0.75 * s, row: marker.row };
+    // The end's marker where the next tile goes, or in the margin beside the row's last tile.
+    const r = 0.65 * s;
+    if (fits(2 * r)) return { x: dir > 0 ? x + r : x - r, row };
+    return { x: dir > 0 ? Math.min(x + r, width - r - 1) : Math.max(x - r, r + 1), row };
   }
   const right = arm(line.slice(opening + 1), 1, 1, cx + ow / 2 + gap, false);
   const left = arm(line.slice(0, opening).reverse(), -1, -1, cx - ow / 2 - gap, true);
