@@ -73,7 +73,7 @@ SCRIPTED = (
 
 def _ladder(preset: str, deals: int, *figures: str, search_level: str = "strong") -> list[Opponent]:
     """The scripted agents with the figures of ``bash scripts/ladder.sh`` for ``preset``
-    (results/ladder/PRESET/summary.md): random, greedy and strategic against the rung above,
+    (the preset's summary.md under results/ladder/): random, greedy and strategic against the rung above,
     search against strategic."""
     where = f"results/ladder/{preset}/summary.md"
     against = ("greedy", "strategic", "search", "strategic")
