@@ -2,7 +2,8 @@
 opponents by name, plays whole rounds by tapping and by keyboard at a phone's width (375 px)
 and a desktop's, checks that nothing overflows the screen, asks the coach, checks the revealed
 result against the engine, runs axe-core (labels, contrast, roles) on every view, and opens
-replays.
+replays; keeps a game through the server killed (SIGKILL) and started again, and shows an
+opponent's failure with the two ways on.
 
 Needs /usr/bin/chromium and /usr/bin/chromedriver (scripts/test.sh installs them with
 apt-get) and axe-core in .cache/axe-core (scripts/setup-browser.sh installs it with npm).
@@ -12,13 +13,18 @@ failure. BLOCK_ENV_SCREENSHOTS=DIR saves each view there (docs/web.md shows docs
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,31 +55,44 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+from block_env.agents import AGENTS, Agent  # noqa: E402
 from block_env.apps.catalogue import catalogue  # noqa: E402
 from block_env.apps.replay import replay_round, rules_from_record  # noqa: E402
-from block_env.apps.web import create_app  # noqa: E402
+from block_env.apps.web import ALLOWED_AGENTS, FALLBACK_AGENT, Games, Opponents, create_app  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
 
 AXE = Path(__file__).resolve().parents[1] / ".cache/axe-core/node_modules/axe-core/axe.min.js"
 PHONE, DESKTOP = (375, 812), (1280, 900)
 
 
-@pytest.fixture(scope="module")
-def server():
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running(app) -> Iterator[str]:
+    """``app`` served by uvicorn on a thread of this process: its address."""
+    port = free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.time() + 20
     while not srv.started:
         assert time.time() < deadline, "the server did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running(create_app()) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -357,3 +376,129 @@ def test_open_arena_records_in_the_replay_viewer(server, browser, tmp_path):
     assert len(browser.find_elements(By.CSS_SELECTOR, "#replay-line .tile")) == len(final.line())
     assert_fits(browser)
     screenshot(browser, "replay.png")
+
+
+# -- a crash of the server, an opponent's failure ---------------------------------------------
+
+
+def start_serve(data: Path, port: int) -> subprocess.Popen:
+    """``block-dominoes serve`` in a process (group) of its own, keeping its games in ``data``."""
+    cli = [sys.executable, "-m", "block_env.cli", "serve", "--data", str(data), "--port", str(port)]
+    proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        assert proc.poll() is None, f"serve exited with {proc.returncode}"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/options", timeout=5):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("the server never answered")
+
+
+def table_shown(driver) -> dict[str, list[str]]:
+    """What the table shows: the hand, the line's tiles, the open ends, each seat's tile count."""
+
+    def attribute(selector, name):
+        return [e.get_attribute(name) for e in driver.find_elements(By.CSS_SELECTOR, selector)]
+
+    return {
+        "hand": attribute("#hand button", "data-tile"),
+        "line": attribute("#line .tile", "data-tile"),
+        "ends": attribute("#line .end", "data-value"),
+        "counts": attribute("#seats .count", "data-count"),
+    }
+
+
+def test_a_game_survives_the_server_killed_between_moves(browser, tmp_path):
+    port = free_port()
+    address = f"http://127.0.0.1:{port}"
+    sized(browser, PHONE)
+    proc = start_serve(tmp_path, port)
+    try:
+        open_app(browser, address)
+        pick(browser, "standard", 0, ["Strategic (medium)"], 21)
+        browser.find_element(By.ID, "new-game").click()
+        idle(browser)
+        for _ in range(2):
+            my_move(browser, keyboard=False)
+            idle(browser)
+        assert not browser.find_element(By.ID, "result").is_displayed()
+        url = browser.current_url
+        game_id = browser.execute_script("return game.id")
+        assert f"game={game_id}" in url  # the address names the game
+        before = table_shown(browser)
+        assert len(before["line"]) >= 2 and before["hand"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # no shutdown of any kind
+        proc.wait(timeout=10)
+    proc = start_serve(tmp_path, port)
+    try:
+        browser.get(url)
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "yes"
+        )
+        idle(browser)
+        assert not browser.find_element(By.ID, "error").is_displayed()
+        assert browser.execute_script("return game.id") == game_id
+        assert table_shown(browser) == before  # the same hand, line, ends and counts
+        assert browser.find_element(By.CSS_SELECTOR, ".seat[data-seat='1'] .who").text == "Strategic"
+        play_round(browser, keyboard=False)
+        check_result(browser, address)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+class Faulty(Agent):
+    """Raises on every move: an opponent whose own code is broken."""
+
+    name = "faulty"
+
+    def act(self, obs):
+        raise RuntimeError("the opponent's own bug")
+
+
+def test_an_opponent_that_fails_is_shown_and_replaced(browser, axe_source, monkeypatch):
+    monkeypatch.setitem(AGENTS, Faulty.name, Faulty)
+    app = create_app(Games(new_games_per_minute=0), opponents=Opponents(allowed=[*ALLOWED_AGENTS, Faulty.name]))
+    sized(browser, PHONE)
+    with running(app) as address:
+        open_app(browser, address)
+        browser.find_element(By.CSS_SELECTOR, "#advanced summary").click()
+        browser.find_element(By.ID, "opponents").send_keys("faulty")
+        browser.find_element(By.ID, "seed").send_keys("2")
+        browser.find_element(By.ID, "new-game").click()
+        idle(browser)
+        if browser.find_element(By.ID, "status").text.startswith("Your move"):  # the person leads
+            my_move(browser, keyboard=False)
+            idle(browser)
+        stalled = browser.find_element(By.ID, "stalled")
+        assert stalled.is_displayed()
+        assert browser.find_element(By.ID, "stalled-news").get_attribute("role") == "alert"
+        why = browser.find_element(By.ID, "stalled-why").text
+        assert "faulty at seat 2" in why and "raised an error" in why
+        assert "RuntimeError: the opponent's own bug" in browser.find_element(By.ID, "stalled-detail").text
+        assert not any(b.is_enabled() for b in browser.find_elements(By.CSS_SELECTOR, "#hand button"))
+        assert not browser.find_element(By.ID, "pass").is_displayed()
+        fallback = browser.find_element(By.ID, "fallback")
+        name = next(o["name"] for o in catalogue("standard")["opponents"] if o["spec"] == FALLBACK_AGENT)
+        assert fallback.text == f"Replace with {name}"
+        assert_fits(browser)
+        assert_accessible(browser, axe_source, "stalled")
+        screenshot(browser, "stalled-phone.png")
+        before = table_shown(browser)
+
+        browser.find_element(By.ID, "retry").click()  # it fails again: the same message, nothing played
+        idle(browser)
+        assert browser.find_element(By.ID, "stalled").is_displayed()
+        assert browser.execute_script("return game.stalled.seat") == 1 and table_shown(browser) == before
+
+        fallback.click()
+        idle(browser)
+        assert not browser.find_element(By.ID, "stalled").is_displayed()
+        assert browser.find_element(By.CSS_SELECTOR, ".seat[data-seat='1'] .who").text == name
+        play_round(browser, keyboard=False)
+        check_result(browser, address)
+        assert browser.execute_script("return game.agents") == ["you", FALLBACK_AGENT]

@@ -11,6 +11,7 @@ let picked = null; // the catalogue of the rules chosen in the form (GET /api/op
 let gameCatalogue = null; // the catalogue of the game in play (its agents' names)
 let selected = null; // a hand tile that fits both ends, waiting for the end to be chosen
 let lastTile = null; // "a|b" of the last tile placed, highlighted in the line
+let options = null; // GET /api/options: the fallback agent and the move budget among them
 let replayData = null; // {entries: [{label, replay}], frames: {...}}
 let frameIndex = 0;
 
@@ -293,6 +294,7 @@ async function newGame(event) {
     document.body.dataset.busy = "yes";
     const view = await api("POST", "/api/games", body);
     gameCatalogue = picked;
+    setGameInUrl(view.id);
     $("events").replaceChildren();
     $("setup").hidden = true;
     $("table").hidden = false;
@@ -304,7 +306,29 @@ async function newGame(event) {
   }
 }
 
+// The address names the game in play (?game=ID), so that reloading the page, after a server
+// restart too, shows the same game.
+function setGameInUrl(id) {
+  const url = new URL(location.href);
+  if (id) url.searchParams.set("game", id);
+  else url.searchParams.delete("game");
+  history.replaceState(null, "", url);
+}
+
+async function openGame(id) {
+  document.body.dataset.busy = "yes";
+  const view = await api("GET", `/api/games/${encodeURIComponent(id)}`);
+  gameCatalogue = await api("GET", `/api/opponents?rules=${encodeURIComponent(view.preset)}`);
+  $("events").replaceChildren();
+  $("setup").hidden = true;
+  $("table").hidden = false;
+  game = null;
+  lastTile = null;
+  await show(view);
+}
+
 function backToSetup() {
+  setGameInUrl(null);
   $("table").hidden = true;
   $("setup").hidden = false;
   $("new-game").focus();
@@ -335,9 +359,48 @@ async function nextRound() {
   }
 }
 
+// After an opponent failed: let it try its move again, or seat the fallback agent in its place.
+async function resume(fallback) {
+  showError(null);
+  const stalled = game.stalled;
+  setHandEnabled(false);
+  try {
+    const view = await api("POST", `/api/games/${game.id}/resume`, { fallback });
+    if (fallback) {
+      const names = seatLabels(game);
+      logEvent(`${names[stalled.seat]} (seat ${stalled.seat + 1}) replaced by ${agentName(options.fallback, gameCatalogue)}`);
+    }
+    await show(view);
+  } catch (error) {
+    showError(error);
+    render(game);
+  }
+}
+
+// What went wrong, in plain words, from the server's message (shown beneath as it came).
+function stalledReason(error) {
+  let m;
+  if ((m = error.match(/took more than ([\d.]+) s/))) return `it took more than ${m[1]} seconds, its time limit, and was stopped.`;
+  if (/which is not legal here$/.test(error)) return "it chose a move that is not legal here.";
+  if (/^the server stopped/.test(error)) return "the server stopped while it was thinking.";
+  if (/ failed: /.test(error)) return "its program raised an error.";
+  return "it failed.";
+}
+
+function renderStalled(view, names) {
+  const s = view.stalled;
+  $("stalled").hidden = !s;
+  if (!s) return;
+  const fallback = agentName(options.fallback, gameCatalogue);
+  $("stalled-title").textContent = `${names[s.seat]} (seat ${s.seat + 1}) could not move`;
+  $("stalled-why").textContent = `${names[s.seat]} at seat ${s.seat + 1} did not make its move: ${stalledReason(s.error)} The moves made so far stand. Let it try again, or replace it with ${fallback} for the rest of the game.`;
+  $("stalled-detail").textContent = `The server said: ${s.error}`;
+  $("fallback").textContent = `Replace with ${fallback}`;
+}
+
 function setHandEnabled(on) {
   document.body.dataset.busy = on ? "no" : "yes";
-  for (const b of document.querySelectorAll("#hand button, #pass, #ends-choice button, #hint")) b.disabled = !on;
+  for (const b of document.querySelectorAll("#hand button, #pass, #ends-choice button, #hint, #retry, #fallback")) b.disabled = !on;
 }
 
 function logEvent(text) {
@@ -426,7 +489,7 @@ function renderSeats(view, names, counts, acting, bubble) {
 
 function render(view) {
   const names = seatLabels(view);
-  const mine = !view.result && view.to_play === view.seat;
+  const mine = !view.result && !view.stalled && view.to_play === view.seat;
   let choose = null;
   if (selected) {
     choose = {};
@@ -435,11 +498,13 @@ function render(view) {
   drawLine($("line"), view.line, view.opening, view.ends, { last: lastTile, choose });
   renderScoreboard(view, names);
   if (view.result) setStatus(explainResult(view.result, names, view).title, false);
+  else if (view.stalled) setStatus(`${names[view.stalled.seat]} could not move: the game waits for you`, false);
   else if (mine) setStatus(view.can_pass ? "Your move: nothing fits, you must pass" : "Your move", true);
   else setStatus(`${names[view.to_play]} to play`, false);
   renderSeats(view, names, view.hand_counts, view.result ? null : view.to_play, null);
   renderHand(view, mine);
   renderResult(view, names);
+  renderStalled(view, names);
   $("hint").hidden = !mine;
   setHandEnabled(true);
   for (const b of document.querySelectorAll("#hand button")) b.disabled = b.dataset.legal !== "yes" || !mine;
@@ -784,7 +849,7 @@ function switchTab(name) {
 // -- wiring --------------------------------------------------------------------------------
 
 async function init() {
-  const options = await api("GET", "/api/options");
+  options = await api("GET", "/api/options");
   $("preset").replaceChildren(...Object.keys(options.presets).map((name) => new Option(name.replaceAll("_", " "), name)));
   $("preset").addEventListener("change", () => loadCatalogue().catch(showError));
   $("seat").addEventListener("change", buildPicks);
@@ -795,6 +860,8 @@ async function init() {
   $("hint").addEventListener("click", hint);
   $("review").addEventListener("click", review);
   $("next-round").addEventListener("click", nextRound);
+  $("retry").addEventListener("click", () => resume(false));
+  $("fallback").addEventListener("click", () => resume(true));
   $("again").addEventListener("click", backToSetup);
   $("replay-game").addEventListener("click", async () => openReplay([{ label: "this game", replay: await api("GET", `/api/games/${game.id}/replay`) }]));
   $("tab-play").addEventListener("click", () => switchTab("play"));
@@ -827,6 +894,15 @@ async function init() {
       if (replayData && replayData.frames && !$("viewer").hidden) drawFrame();
     }, 100);
   });
+  if (params.has("game")) {
+    try {
+      await openGame(params.get("game"));
+    } catch (error) {
+      setGameInUrl(null);
+      showError(error);
+      document.body.dataset.busy = "no";
+    }
+  }
   document.body.dataset.ready = "yes";
 }
 
