@@ -6,6 +6,7 @@ outcomes are averaged within a deal (over its seats, rotations and rounds), then
 deals gets a normal 95% interval (1.96 standard errors).
 
 - :mod:`~block_env.arena.config`: what to play (:class:`ArenaConfig`) and the seatings;
+- :mod:`~block_env.arena.deals`: one deal, every table and seating of it;
 - :mod:`~block_env.arena.play`: playing the deals (here, in worker processes or on Ray);
 - :mod:`~block_env.arena.records`: the records file that ``--resume`` continues from;
 - :mod:`~block_env.arena.stats` and :mod:`~block_env.arena.report`: the statistics, the
@@ -21,7 +22,8 @@ Examples:
 from __future__ import annotations
 
 from block_env.arena.config import ArenaConfig, default_workers
-from block_env.arena.play import evaluate, evaluate_into, play_deal, play_episode, run_arena
+from block_env.arena.deals import play_deal, play_episode
+from block_env.arena.play import evaluate, evaluate_into, run_arena
 from block_env.arena.records import RECORDS_FILE
 from block_env.arena.report import AgentReport, ArenaReport, markdown, summarize, write_outputs
 from block_env.arena.stats import Estimate, mean_ci

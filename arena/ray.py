@@ -23,7 +23,7 @@ from typing import Any
 import ray
 
 from block_env.arena.config import ArenaConfig
-from block_env.arena.play import play_deal_batch
+from block_env.arena.deals import play_deal_batch
 
 #: ``--ray`` with no address: start a Ray for this run on this machine.
 LOCAL = "local"

@@ -34,6 +34,7 @@ MODULES = [
     "block_env.agents.human",
     "block_env.arena",
     "block_env.arena.config",
+    "block_env.arena.deals",
     "block_env.arena.play",
     "block_env.arena.stats",
     "block_env.apps.web",
