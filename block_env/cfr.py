@@ -194,6 +194,23 @@ def _best_response(
             node_value[node] = node_value[first_child[node] + choice[info]]
 
 
+def _reach_into(tree: GameTree, policy: np.ndarray, seat: int, own: np.ndarray, other: np.ndarray) -> None:
+    """Each node's probability of being reached under ``policy``: ``seat``'s own part in
+    ``own``, chance's and the other seat's in ``other`` (filled in place)."""
+    _reach(
+        tree.player,
+        tree.infostate,
+        tree.first_child,
+        tree.num_children,
+        tree.info_offset,
+        policy,
+        tree.root_probability,
+        seat,
+        own,
+        other,
+    )
+
+
 def uniform_policy(tree: GameTree) -> np.ndarray:
     """Every legal action equally likely in every information state."""
     counts = np.diff(tree.info_offset)
@@ -250,18 +267,7 @@ def best_response(tree: GameTree, policy: np.ndarray, seat: int) -> BestResponse
     policy = check_policy(tree, policy)
     own = np.empty(tree.num_nodes)
     other = np.empty(tree.num_nodes)
-    _reach(
-        tree.player,
-        tree.infostate,
-        tree.first_child,
-        tree.num_children,
-        tree.info_offset,
-        policy,
-        tree.root_probability,
-        seat,
-        own,
-        other,
-    )
+    _reach_into(tree, policy, seat, own, other)
     node_value = np.empty(tree.num_nodes)
     action_value = np.zeros(tree.num_slots)
     choice = np.full(tree.num_infostates, -1, np.int32)
@@ -335,18 +341,7 @@ def expected_value_of(tree: GameTree, policy: np.ndarray, payoff: np.ndarray) ->
     """The expectation of ``payoff`` (per node, read where the round is over) under ``policy``."""
     own = np.empty(tree.num_nodes)
     other = np.empty(tree.num_nodes)
-    _reach(
-        tree.player,
-        tree.infostate,
-        tree.first_child,
-        tree.num_children,
-        tree.info_offset,
-        policy,
-        tree.root_probability,
-        0,
-        own,
-        other,
-    )
+    _reach_into(tree, policy, 0, own, other)
     over = tree.num_children == 0
     return float(np.sum(own[over] * other[over] * payoff[over]))
 
@@ -396,18 +391,7 @@ class CFRSolver:
         positive = t**DCFR_ALPHA / (t**DCFR_ALPHA + 1.0)
         negative = t**DCFR_BETA / (t**DCFR_BETA + 1.0)
         for seat in range(SEATS):
-            _reach(
-                tree.player,
-                tree.infostate,
-                tree.first_child,
-                tree.num_children,
-                tree.info_offset,
-                self.policy,
-                tree.root_probability,
-                seat,
-                self._own,
-                self._other,
-            )
+            _reach_into(tree, self.policy, seat, self._own, self._other)
             _regrets(
                 tree.player,
                 tree.infostate,
