@@ -288,3 +288,20 @@ def assert_learning_resumed_from(calls: list[dict], checkpoint: Path) -> None:
     assert calls[0]["timesteps"] == int(checkpoint.stem.split("_")[1]) > 0
     assert saved.keys() == calls[0]["weights"].keys()
     assert all(torch.equal(saved[k], calls[0]["weights"][k]) for k in saved)
+
+
+def openspiel_state(game, tree, node):
+    """OpenSpiel's state at the solver tree's ``node``: the root's deal (seat 0's hand, then
+    seat 1's, each in set order), the lot, then the moves."""
+    from block_env.tiles import bit_indices
+
+    root = tree.root_of(node)
+    state = game.new_initial_state()
+    for hand in tree.root_hands[root]:
+        for tile in bit_indices(int(hand)):
+            state.apply_action(tile)
+    if state.is_chance_node():
+        state.apply_action(int(tree.root_leader[root]))
+    for action in tree.moves(node):
+        state.apply_action(action)
+    return state

@@ -8,6 +8,7 @@ import json
 import zlib
 
 import pytest
+from conftest import openspiel_state
 
 from block_env import Rules
 from block_env.cli import main
@@ -30,23 +31,6 @@ def best_response(tmp_path_factory):
     args = ["exploit", "--agent", TARGET, "--rules", "tiny", "--steps", "8192", "--deals", "400", "--workers", "1"]
     assert main([*args, "--out", str(out), "--quiet"]) == 0
     return out, json.loads((out / "exploit.json").read_text())
-
-
-def openspiel_state(game, tree, node):
-    """OpenSpiel's state at the engine tree's ``node``: the root's deal (seat 0's hand, then
-    seat 1's, each in set order), the lot, then the moves."""
-    from block_env.tiles import bit_indices
-
-    root = tree.root_of(node)
-    state = game.new_initial_state()
-    for hand in tree.root_hands[root]:
-        for tile in bit_indices(int(hand)):
-            state.apply_action(tile)
-    if state.is_chance_node():
-        state.apply_action(int(tree.root_leader[root]))
-    for action in tree.moves(node):
-        state.apply_action(action)
-    return state
 
 
 def exact_best_response_value(game, spec: str) -> float:

@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 import pytest
+from conftest import openspiel_state
 
 from block_env import Round, Rules
 from block_env.cfr import CFRSolver, best_response, expected_value, mean_award, nash_conv, read_policy, uniform_policy
 from block_env.game_tree import build_tree
-from block_env.tiles import bit_indices
 
 pyspiel = pytest.importorskip("pyspiel")
 import block_env.openspiel  # noqa: E402,F401  (registers block_dominoes)
@@ -28,21 +28,6 @@ def tiny():
 @pytest.fixture(scope="module")
 def game():
     return pyspiel.load_game("block_dominoes(preset=tiny)")
-
-
-def openspiel_state(game, tree, node):
-    """OpenSpiel's state at ``node``: the root's deal (seat 0's hand, then seat 1's, each in set
-    order), the lot, then the moves."""
-    root = tree.root_of(node)
-    state = game.new_initial_state()
-    for hand in tree.root_hands[root]:
-        for tile in bit_indices(int(hand)):
-            state.apply_action(tile)
-    if state.is_chance_node():
-        state.apply_action(int(tree.root_leader[root]))
-    for action in tree.moves(node):
-        state.apply_action(action)
-    return state
 
 
 def tabular(game, tree, policy):
