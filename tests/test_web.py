@@ -375,3 +375,27 @@ def test_the_terminal_seeds_each_opponent_by_its_seat(monkeypatch):
     with pytest.raises(EOFError):
         terminal.play_in_terminal(PRESETS["standard_3p"], ["random"], seed=5, read=leave, write=lambda _: None)
     assert list(seeds.values()) == [seat_seed(5, 1), seat_seed(5, 2)]
+
+
+def test_two_requests_racing_for_one_move_play_it_once():
+    """The same move sent twice at once: one request plays it, the other is refused (the seat
+    has moved, or the move no longer fits), and the game holds the move once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with TestClient(create_app(Games(new_games_per_minute=0))) as racing:
+        view = racing.post("/api/games", json={"opponents": ["greedy"], "seat": 0, "seed": 11}).json()
+        while view["to_play"] != view["seat"] or not any(t["moves"] for t in view["hand"]):
+            view = racing.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+        action = first_move(view)
+        placed_before = len(view["line"])
+
+        def send(_):
+            return racing.post(f"/api/games/{view['id']}/move", json={"action": action})
+
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(send, range(2)))
+    codes = sorted(a.status_code for a in answers)
+    assert codes[0] == 200 and codes[1] in (409, 422), codes
+    after = next(a for a in answers if a.status_code == 200).json()
+    record = [e for e in after["events"] if e.get("seat") == view["seat"] and e.get("action") == action]
+    assert len(record) == 1 and len(after["line"]) > placed_before
