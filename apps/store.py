@@ -334,17 +334,15 @@ class Store:
                 old = and_(games.c.finished.is_not(None), games.c.finished < now - keep_seconds)
                 gone += conn.execute(delete(games).where(old)).rowcount
             if keep_count is not None:
-                cut = conn.execute(
-                    select(games.c.finished)
+                # the newest keep_count by finishing time, ties broken by id: exactly that many stay
+                newest = (
+                    select(games.c.id)
                     .where(games.c.finished.is_not(None))
-                    .order_by(games.c.finished.desc())
-                    .limit(1)
-                    .offset(keep_count)
-                ).scalar_one_or_none()
-                if cut is not None:
-                    gone += conn.execute(
-                        delete(games).where(and_(games.c.finished.is_not(None), games.c.finished <= cut))
-                    ).rowcount
+                    .order_by(games.c.finished.desc(), games.c.id.desc())
+                    .limit(keep_count)
+                )
+                beyond = and_(games.c.finished.is_not(None), games.c.id.not_in(newest))
+                gone += conn.execute(delete(games).where(beyond)).rowcount
             abandoned = and_(games.c.finished.is_(None), games.c.touched < now - abandoned_seconds)
             gone += conn.execute(delete(games).where(abandoned)).rowcount
             conn.execute(delete(rates).where(rates.c.tat < now))

@@ -140,8 +140,8 @@ class _Opponent:
 
     def act(self, obs: dict[str, np.ndarray]) -> int:
         name = self.game.names[self.seat]
-        self.agent.reset(seed=derive_seed(seat_seed(self.game.seed, self.seat), "move", len(self.game.moves)))
         try:
+            self.agent.reset(seed=derive_seed(seat_seed(self.game.seed, self.seat), "move", len(self.game.moves)))
             action = self.budget.run(lambda: int(self.agent.act(obs)))
         except OverBudget as e:
             raise OpponentFailed(self.seat, f"{name}'s move: {e}") from None
@@ -269,7 +269,11 @@ class WebGame:
     def play(self, action: int, budget: MoveBudget) -> list[dict[str, Any]]:
         """The person's move (checked by the engine: ValueError and nothing changed when it is
         illegal), then the agents' moves that follow."""
-        return self._events(step(self.env, action)) + self.play_opponents(budget)
+        try:
+            placed = step(self.env, action)
+        except ValueError as e:  # the engine refused the move; nothing changed
+            raise BadRequest(str(e), 422) from None
+        return self._events(placed) + self.play_opponents(budget)
 
     def resume(self, budget: MoveBudget, fallback: bool) -> list[dict[str, Any]]:
         """After an opponent failed: let it try again, or seat FALLBACK_AGENT in its place."""
@@ -497,7 +501,7 @@ async def _read_body(request: Request) -> bytes:
     """The body, read up to MAX_BODY_BYTES: 413 as soon as it is longer (announced or not)."""
     declared = request.headers.get("content-length")
     too_long = f"the body is over {MAX_BODY_BYTES} bytes"
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+    if declared is not None and (not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY_BYTES):
         raise BadRequest(too_long, 413)
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -814,10 +818,7 @@ async def move(request: Request) -> JSONResponse:
             to_play = game.env.seat_of(game.env.agent_selection)
             if to_play != game.seat:
                 raise BadRequest(f"it is seat {to_play}'s move, not yours", 409)
-            try:
-                return game.play(action, _budget(request))
-            except ValueError as e:  # the engine refused the move; nothing changed
-                raise BadRequest(str(e), 422) from None
+            return game.play(action, _budget(request))
 
         return _change(request, game, person_moves)
 
@@ -831,6 +832,8 @@ async def next_round(request: Request) -> JSONResponse:
         game = _game(request)
 
         def next_deal() -> list[dict[str, Any]]:
+            if game.stalled is not None:
+                raise BadRequest(_stalled_message(game), 409)
             if not game.paused:
                 raise BadRequest("no finished round is waiting (the game is over or in play)", 409)
             game.paused = False
@@ -876,7 +879,7 @@ async def game_replay(request: Request) -> JSONResponse:
 
 def _page(request: Request) -> int:
     text = request.query_params.get("page", "1")
-    if not (text.isdigit() and 1 <= int(text) <= 10**9):
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 10**9):
         raise BadRequest(f"'page' must be a page number from 1, got {text!r}")
     return int(text)
 
@@ -919,7 +922,7 @@ async def replay_page(request: Request) -> HTMLResponse:
     found = await run_in_threadpool(_games(request).store.replay, game_id)
     if found is None:
         raise BadRequest(f"no finished game with id {game_id!r} (it may be in play, or pruned)", 404)
-    frames = replay(found)
+    frames = await run_in_threadpool(replay, found)
     agents = frames["agents"]
     parts = [
         f"<h1>Game {html.escape(game_id)}</h1><p>{html.escape(' / '.join(agents))}. "
@@ -976,7 +979,7 @@ async def expand_replay(request: Request) -> JSONResponse:
     """``POST /api/replay``: every frame of a replay, checked move by move."""
     body = await _body(request, {"replay"})
     try:
-        frames = replay(body.get("replay"))
+        frames = await run_in_threadpool(replay, body.get("replay"))
     except ValueError as e:
         raise BadRequest(str(e), 422) from None
     return JSONResponse(frames)
@@ -998,9 +1001,12 @@ async def _coach(request: Request, advice: Callable[[WebGame], dict[str, Any]]) 
     def work() -> dict[str, Any]:
         with game.lock:
             try:
-                return advice(game)
+                # timed like an opponent's move: advice holds the game and an agent thread
+                return _budget(request).run(lambda: advice(game))
             except ValueError as e:
                 raise BadRequest(str(e), 409) from None
+            except OverBudget as e:
+                raise BadRequest(f"the coach's advice: {e}; try again later", 503) from None
 
     return JSONResponse(await _on_agent_threads(request, work))
 

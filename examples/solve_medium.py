@@ -25,6 +25,7 @@ from block_env.training.solve import agent_policy
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--until", type=float, default=0.01, help="target NashConv as a share of the mean award")
+    parser.add_argument("--max-iterations", type=int, default=2000, help="stop here if the target is not reached")
     parser.add_argument("--agents", nargs="*", default=["random", "greedy", "strategic", "search"])
     args = parser.parse_args()
 
@@ -40,7 +41,7 @@ def main() -> None:
         for _ in range(10):
             solver.iterate()
         value = nash_conv(tree, solver.average_policy())
-        if value <= args.until * scale:
+        if value <= args.until * scale or solver.iteration >= args.max_iterations:
             break
     print(
         f"CFR+ reached NashConv {value:.5f} after {solver.iteration} iterations, {time.perf_counter() - start:.1f} s in all"

@@ -163,6 +163,7 @@ def test_finished_games_are_listed_newest_first_with_their_replays(store_url, mo
     assert "Round 1" in shown and shown.count("<li>") == len(first["hands"]) + len(first["moves"])
     assert client.get(f"/replays/{in_play['id']}").status_code == 404
     assert client.get("/api/replays?page=0").status_code == 400
+    assert client.get("/api/replays?page=%C2%B2").status_code == 400  # a digit to str.isdigit, not to int
 
 
 def test_old_finished_games_are_pruned_by_age_and_by_count(store_url):
@@ -183,6 +184,19 @@ def test_old_finished_games_are_pruned_by_age_and_by_count(store_url):
     clock.now += web.ABANDONED_SECONDS
     games.prune()
     assert client.get(f"/api/games/{kept_in_play}").status_code == 404  # abandoned for a week
+
+
+def test_pruning_by_count_keeps_exactly_the_newest_when_games_finish_at_the_same_moment(store_url):
+    clock = Clock()
+    games = Games(Store(store_url, clock=clock), new_games_per_minute=0, keep_finished=2)
+    client = TestClient(create_app(games))
+    ids = [
+        play(client, client.post("/api/games", json={"seed": s, "opponents": ["random"]}).json())["id"]
+        for s in range(4)
+    ]
+    assert games.prune() == 2  # every game finished at the same moment: ties go by id
+    kept = {g["id"] for g in client.get("/api/replays").json()["games"]}
+    assert kept == set(sorted(ids, reverse=True)[:2])
 
 
 # -- the real server: SIGKILL and restart, several workers ----------------------------------------
