@@ -211,6 +211,38 @@ def _reach_into(tree: GameTree, policy: np.ndarray, seat: int, own: np.ndarray, 
     )
 
 
+def _regrets_into(
+    tree: GameTree,
+    policy: np.ndarray,
+    seat: int,
+    own: np.ndarray,
+    other: np.ndarray,
+    node_value: np.ndarray,
+    regret: np.ndarray,
+    average: np.ndarray,
+    weight: float,
+) -> None:
+    """Each node's value to seat 0 under ``policy`` into ``node_value``, and ``seat``'s
+    counterfactual regrets and reach-weighted policy added into ``regret`` and ``average``
+    (a seat of -1 matches no node: values only)."""
+    _regrets(
+        tree.player,
+        tree.infostate,
+        tree.first_child,
+        tree.num_children,
+        tree.info_offset,
+        tree.value,
+        policy,
+        seat,
+        own,
+        other,
+        node_value,
+        regret,
+        average,
+        weight,
+    )
+
+
 def uniform_policy(tree: GameTree) -> np.ndarray:
     """Every legal action equally likely in every information state."""
     counts = np.diff(tree.info_offset)
@@ -303,23 +335,7 @@ def _values(tree: GameTree, policy: np.ndarray) -> np.ndarray:
     other = np.empty(tree.num_nodes)
     node_value = np.empty(tree.num_nodes)
     scratch = np.zeros(tree.num_slots)
-    # A seat that matches no node: the sweep only computes values (no regrets are kept).
-    _regrets(
-        tree.player,
-        tree.infostate,
-        tree.first_child,
-        tree.num_children,
-        tree.info_offset,
-        tree.value,
-        policy,
-        -1,
-        own,
-        other,
-        node_value,
-        scratch,
-        scratch,
-        0.0,
-    )
+    _regrets_into(tree, policy, -1, own, other, node_value, scratch, scratch, 0.0)
     return node_value
 
 
@@ -392,21 +408,8 @@ class CFRSolver:
         negative = t**DCFR_BETA / (t**DCFR_BETA + 1.0)
         for seat in range(SEATS):
             _reach_into(tree, self.policy, seat, self._own, self._other)
-            _regrets(
-                tree.player,
-                tree.infostate,
-                tree.first_child,
-                tree.num_children,
-                tree.info_offset,
-                tree.value,
-                self.policy,
-                seat,
-                self._own,
-                self._other,
-                self._node_value,
-                self.regret,
-                self.average,
-                weight,
+            _regrets_into(
+                tree, self.policy, seat, self._own, self._other, self._node_value, self.regret, self.average, weight
             )
             _match_regrets(tree.info_seat, tree.info_offset, self.regret, self.policy, seat, plus, positive, negative)
 
