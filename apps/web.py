@@ -89,6 +89,8 @@ ABANDONED_SECONDS = 7 * 24 * 3600
 PRUNE_SECONDS = 600
 #: The list of replays shows this many games a page.
 REPLAYS_PER_PAGE = 25
+#: The 409 answer when a save finds that another request (perhaps another worker) saved the game first.
+CHANGED_MEANWHILE = "another request changed this game meanwhile: reload it to see where it stands"
 #: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
 MAX_BODY_BYTES = 256 * 1024
 #: What a web request may ask of an agent: every option that sets an agent's work is bounded.
@@ -353,7 +355,7 @@ class WebGame:
             "ends": None if public.ends is None else list(public.ends),
             "hand": [{"tile": list(ts.tiles[i]), "moves": by_tile.get(i, [])} for i in bit_indices(public.hand)],
             "hand_counts": [public.hand_counts[r] for r in absolute],
-            "voids": [[v for v in range(ts.num_suits) if public.voids[r] >> v & 1] for r in absolute],
+            "voids": [bit_indices(public.voids[r]) for r in absolute],
             "to_play": None if public.to_play is None else (self.seat + public.to_play) % n,
             "can_pass": ts.pass_action in public.legal,
             "pass_action": ts.pass_action,
@@ -372,7 +374,7 @@ class WebGame:
             "ends": None if final.ends is None else list(final.ends),
             "hand": [{"tile": list(t), "moves": []} for t in ts.tiles_of(final.hands[self.seat])],
             "hand_counts": list(final.counts),
-            "voids": [[v for v in range(ts.num_suits) if m >> v & 1] for m in final.voids],
+            "voids": [bit_indices(m) for m in final.voids],
             "to_play": None,
             "can_pass": False,
             "result": {**explain(final.result), "hands": [[list(t) for t in ts.tiles_of(h)] for h in final.hands]},
@@ -476,9 +478,7 @@ class Games:
             with self._lock:
                 if self._games.get(game.id) is game:
                     del self._games[game.id]
-            raise BadRequest(
-                "another request changed this game meanwhile: reload it to see where it stands", 409
-            ) from None
+            raise BadRequest(CHANGED_MEANWHILE, 409) from None
 
     def _keep(self, game: WebGame) -> None:
         with self._lock:
@@ -740,7 +740,7 @@ def _change(request: Request, game: WebGame, play: Callable[[], list[dict[str, A
     else is built again from the store by the next request."""
     with game.lock:
         if game.discarded:
-            raise BadRequest("another request changed this game meanwhile: reload it to see where it stands", 409)
+            raise BadRequest(CHANGED_MEANWHILE, 409)
         try:
             events = play()
             _games(request).save(game)
