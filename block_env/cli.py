@@ -133,11 +133,20 @@ def _train_overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
+def _teacher_games_on(config: Any, ray_address: str | None) -> Any:
+    """``config`` with ``--ray``'s address for its teacher games (the file's when not given)."""
+    if ray_address is None:
+        return config
+    pretrain = dataclasses.replace(config.pretrain, ray_address=ray_address)
+    pretrain.validate()
+    return dataclasses.replace(config, pretrain=pretrain)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
     from block_env.training.train import latest_checkpoint, train
 
-    config = load_config(args.config, _train_overrides(args))
+    config = _teacher_games_on(load_config(args.config, _train_overrides(args)), args.ray)
     out = _output_folder(args.out)
     resume = latest_checkpoint(out) if args.resume == "latest" else args.resume
     try:
@@ -222,7 +231,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
     from block_env.training.main_job import run_main_job
 
-    config = load_config(args.config, _train_overrides(args))
+    config = _teacher_games_on(load_config(args.config, _train_overrides(args)), args.ray)
     out = _output_folder(args.out)
     result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     summary = result.training
@@ -442,6 +451,15 @@ def _add_train(sub: Any) -> None:
         p.add_argument("--total-timesteps", type=_positive_int, default=None, help="override total_timesteps")
         p.add_argument("--seed", type=_seed_arg, default=None, help="override the config's seed")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
+        p.add_argument(
+            "--ray",
+            nargs="?",
+            const="local",
+            default=None,
+            metavar="ADDRESS",
+            help="play the warm start's teacher games as Ray tasks (the same decisions): on a local Ray started "
+            "for them (no ADDRESS; pretrain.workers CPUs), 'auto' or a cluster's address (extra [ray])",
+        )
         if name == "train":
             p.add_argument(
                 "--resume", default=None, help="checkpoint .zip to continue from, or 'latest' (the newest in --out)"

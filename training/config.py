@@ -129,6 +129,11 @@ class PretrainConfig:
     """Adam step size of the warm start."""
     workers: int = 1
     """Processes playing the teacher games (a search teacher's decisions are the slow part)."""
+    ray_address: str | None = None
+    """Play the teacher games as Ray tasks (extra ``[ray]``; ``train --ray [ADDRESS]``): "local"
+    (a Ray started for them on this machine, ``workers`` CPUs), "auto" (the cluster this machine
+    is in) or a cluster's address. The same ``workers`` shares of the same games as in
+    processes, so the same decisions. null: processes on this machine."""
 
     def validate(self) -> None:
         if self.init_from is not None:
@@ -145,6 +150,8 @@ class PretrainConfig:
         check_number("pretrain.batch_size", self.batch_size, positive=True)
         check_number("pretrain.learning_rate", self.learning_rate, positive=True)
         check_int("pretrain.workers", self.workers, low=1)
+        if self.ray_address is not None and not self.ray_address.strip():
+            raise ValueError("pretrain.ray_address must be 'local', 'auto' or a Ray cluster's address, got ''")
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 """Teaching a policy: what training's warm start and expert iteration share. Decisions gathered
-in a pool of processes, a policy fitted to a teacher's decisions (or a search's move values),
-and the learner saved as an agent folder.
+in a pool of processes (or as Ray tasks), a policy fitted to a teacher's decisions (or a
+search's move values), and the learner saved as an agent folder.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
+import queue
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from block_env.agents.policy import policy_shape, save_agent
 from block_env.training.config import TrainConfig
+from block_env.training.reports import REPORT_SECONDS, Gathered, Reporter
 
 #: Logit given to illegal actions in the imitation loss (masked out of the softmax).
 MASKED_LOGIT = -1e8
@@ -27,19 +30,84 @@ def decisions_in_processes(
     tasks: Sequence[Iterable[Any]],
     workers: int,
     done: Callable[[dict[str, np.ndarray]], None] | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+    ray_address: str | None = None,
 ) -> dict[str, np.ndarray]:
     """``play(*task)`` for each task, in a pool of ``workers`` processes (in this one when 1),
-    each task's arrays joined in task order; ``done(part)`` is told of each task's part as it
-    comes back (a progress bar)."""
-    parts = []
-    # spawn, not fork: the parent may hold torch threads, which fork can deadlock. The pool's
-    # processes start only when tasks go to it.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for part in (pool.map if workers > 1 else map)(play, *zip(*tasks)):
-            parts.append(part)
-            if done is not None:
-                done(part)
-    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+    or as Ray tasks with ``ray_address`` ("local": a Ray started for them with ``workers``
+    CPUs, "auto" or a cluster's address); each task's arrays joined in task order, the same
+    arrays wherever they ran. ``done(part)`` is told of each task's part as it comes back.
+    With ``progress``, ``play`` gets ``report=``, which it calls with how many decisions it has
+    gathered so far, and ``progress(n)`` is told of each ``n`` more over all the tasks (as
+    they report, and as their parts come back): a progress bar fed while the tasks play."""
+    tasks = [tuple(task) for task in tasks]
+    parts: dict[int, dict[str, np.ndarray]] = {}
+    gathered = Gathered(progress)
+
+    def take(index: int, part: dict[str, np.ndarray]) -> None:
+        parts[index] = part
+        gathered(index, len(next(iter(part.values()))))
+        if done is not None:
+            done(part)
+
+    if ray_address is not None:
+        try:
+            from block_env.training.ray import decisions_on_ray
+        except ImportError as e:
+            raise ValueError(f"teacher games on Ray need the [ray] extra (pip install 'block-env[ray]'): {e}") from None
+        decisions_on_ray(play, tasks, ray_address, workers, take, gathered if progress else None)
+    elif workers == 1:
+        for index, task in enumerate(tasks):
+            report = {"report": functools.partial(gathered, index)} if progress else {}
+            take(index, play(*task, **report))
+    else:
+        _in_pool(play, tasks, workers, take, gathered if progress else None)
+    return {key: np.concatenate([parts[i][key] for i in range(len(tasks))]) for key in parts[0]}
+
+
+# A pool process's queue to the parent for reports (set as the process starts).
+_REPORTS: Any = None
+
+
+def _listen_to(reports: Any) -> None:
+    global _REPORTS
+    _REPORTS = reports
+
+
+def _queued(task: int, decisions: int) -> None:
+    _REPORTS.put((task, decisions))
+
+
+def _in_pool(
+    play: Callable[..., dict[str, np.ndarray]],
+    tasks: list[tuple[Any, ...]],
+    workers: int,
+    take: Callable[[int, dict[str, np.ndarray]], None],
+    told: Callable[[int, int], None] | None,
+) -> None:
+    """Each task in a pool of ``workers`` processes, ``take(index, part)`` as each finishes and
+    ``told(index, decisions)`` for each report meanwhile."""
+    # spawn, not fork: the parent may hold torch threads, which fork can deadlock.
+    context = multiprocessing.get_context("spawn")
+    reports = context.Queue() if told is not None else None
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_listen_to, initargs=(reports,)
+    ) as pool:
+        futures = {
+            pool.submit(play, *task, **({"report": Reporter(functools.partial(_queued, i))} if told else {})): i
+            for i, task in enumerate(tasks)
+        }
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=REPORT_SECONDS, return_when=FIRST_COMPLETED)
+            while reports is not None and told is not None:
+                try:
+                    told(*reports.get_nowait())
+                except queue.Empty:
+                    break
+            for future in finished:
+                take(futures[future], future.result())
 
 
 def round_points_scale(config: TrainConfig) -> float | None:

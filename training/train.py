@@ -26,6 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
 from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, PolicyAgent, activation_class
+from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
 from block_env.gym_env import BlockDominoesEnv
@@ -214,30 +215,54 @@ def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
 # -- imitation warm start ---------------------------------------------------------------------
 
 
-def collect_teacher_decisions(config: TrainConfig) -> dict[str, np.ndarray]:
+def collect_teacher_decisions(config: TrainConfig, progress: bool = True) -> dict[str, np.ndarray]:
     """Play teacher-vs-teacher episodes (one teacher per seat, each reading its own encoding);
     keep every decision with two or more legal moves: the learner's observation of it (with
     the asymmetric critic, the hidden hands appended as the vector env's privileged
     observations have them), mask, the teacher's action and the deciding seat's scaled
     episode return (in the training reward mode), for the value head. With
-    ``pretrain.workers`` above 1 the episodes are shared out among that many processes."""
+    ``pretrain.workers`` above 1 the episodes are shared out among that many processes, or
+    Ray tasks with ``pretrain.ray_address`` (the same decisions either way). ``progress``: a
+    bar of the decisions gathered so far, with the time left."""
     workers, wanted = config.pretrain.workers, config.pretrain.decisions
     share = -(-wanted // workers)
-    data = decisions_in_processes(teacher_games, [(config, k, workers, share) for k in range(workers)], workers)
+    tasks = [(config, k, workers, share) for k in range(workers)]
+    where = "" if config.pretrain.ray_address is None else " on Ray"
+    with progress_bar(progress, wanted, f"teacher decisions ({config.pretrain.teacher}){where}") as advance:
+        shown = 0
+
+        def gathered(more: int) -> None:  # the shares add up to a little over wanted
+            nonlocal shown
+            step = min(more, wanted - shown)
+            shown += step
+            advance(step)
+
+        data = decisions_in_processes(
+            teacher_games,
+            tasks,
+            workers,
+            progress=gathered if progress else None,
+            ray_address=config.pretrain.ray_address,
+        )
     return {key: values[:wanted] for key, values in data.items()}
 
 
-def teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
+def teacher_games(
+    config: TrainConfig, worker: int, workers: int, wanted: int, report: Callable[[int], None] | None = None
+) -> dict[str, np.ndarray]:
     """:func:`collect_teacher_decisions`' share of process ``worker`` of ``workers``: episodes
-    ``worker``, ``worker + workers``, ... of the teacher-game seeds, until ``wanted`` decisions."""
+    ``worker``, ``worker + workers``, ... of the teacher-game seeds, until ``wanted`` decisions;
+    ``report`` is told the decisions gathered so far after each episode."""
     from threadpoolctl import threadpool_limits
 
     # One process per core: a second BLAS thread (a guided teacher's network) would only wait.
     with threadpool_limits(1, user_api="blas"):
-        return _teacher_games(config, worker, workers, wanted)
+        return _teacher_games(config, worker, workers, wanted, report)
 
 
-def _teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) -> dict[str, np.ndarray]:
+def _teacher_games(
+    config: TrainConfig, worker: int, workers: int, wanted: int, report: Callable[[int], None] | None = None
+) -> dict[str, np.ndarray]:
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
@@ -274,7 +299,6 @@ def _teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) 
 
     players = [RecordingTeacher(teacher) for teacher in teachers]
     episode = worker
-    progress = max(1, wanted // 10)
     while len(actions) < wanted:
         env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
         for seat, player in enumerate(players):
@@ -286,8 +310,8 @@ def _teacher_games(config: TrainConfig, worker: int, workers: int, wanted: int) 
             for a in env.possible_agents:
                 totals[a] += env.rewards[a]
         returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats[first:]]
-        if wanted >= 10_000 and len(actions) // progress > first // progress:
-            print(f"teacher decisions ({worker + 1}/{workers}): {min(len(actions), wanted)}/{wanted}", flush=True)
+        if report is not None:
+            report(min(len(actions), wanted))
     return {
         "observations": np.asarray(observations[:wanted], dtype=np.float32),
         "masks": np.asarray(masks[:wanted]),
