@@ -229,7 +229,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
     from block_env.arena import markdown
     from block_env.training.config import load_config
-    from block_env.training.main_job import run_main_job
+    from block_env.training.main_job import phase_times, run_main_job
 
     config = _teacher_games_on(load_config(args.config, _train_overrides(args)), args.ray)
     out = _output_folder(args.out)
@@ -247,6 +247,7 @@ def cmd_main(args: argparse.Namespace) -> int:
 class OneLineErrors(argparse.ArgumentParser):
     """Argument errors as one line on stderr (exit 2); ``-h`` still shows the usage."""
 
+    print(f"time per phase: {phase_times(summary['phases'])}")
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 

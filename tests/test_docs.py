@@ -59,13 +59,14 @@ def test_every_config_key_is_documented():
         OpponentsConfig,
         PPOConfig,
         PretrainConfig,
+        PriorConfig,
         TrainConfig,
     )
     from block_env.training.rllib import RLlibConfig
 
     text = (DOCS / "training.md").read_text()
     sections = {"": TrainConfig, "ppo.": PPOConfig, "pretrain.": PretrainConfig, "opponents.": OpponentsConfig}
-    sections["eval."], sections["expert."] = EvalConfig, ExpertConfig
+    sections["eval."], sections["expert."], sections["pretrain.prior."] = EvalConfig, ExpertConfig, PriorConfig
     for prefix, cls in sections.items():
         for field in dataclasses.fields(cls):
             if not dataclasses.is_dataclass(field.type) and field.name not in (

@@ -103,6 +103,41 @@ class OpponentsConfig:
         check_number("opponents.max_snapshots", self.max_snapshots, positive=True)
 
 
+#: What ``pretrain.teacher`` and ``pretrain.init_from`` write for the agent ``pretrain.prior``
+#: trains (``policy:RUN/prior``).
+PRIOR_PLACEHOLDER = "{prior}"
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """A first imitation stage, before the warm start: a network on the "vector" encoding
+    (``ppo.net_arch``, ``ppo.activation``, a value head that reads the observation) fitted to
+    ``teacher``'s moves in its own games, saved as the run's ``prior`` agent. The warm start's
+    teacher and ``init_from`` name it as ``{prior}``: a search that infers the hidden hands
+    from the other players' moves needs such a model of the players (``search:prior={prior},
+    belief=prior``), and the learner may start from it."""
+
+    teacher: str = "search"
+    """Agent spec whose decisions the prior imitates."""
+    decisions: int = 60_000
+    """Teacher decisions with two or more legal moves to collect."""
+    epochs: int = 10
+    """Passes over the collected decisions."""
+    batch_size: int = 256
+    """Minibatch size."""
+    learning_rate: float = 1e-3
+    """Adam step size."""
+
+    def validate(self) -> None:
+        _unattended_spec("pretrain.prior.teacher", self.teacher)
+        if PRIOR_PLACEHOLDER in self.teacher:
+            raise ValueError(f"pretrain.prior.teacher cannot name {PRIOR_PLACEHOLDER}: it is what this stage trains")
+        check_number("pretrain.prior.decisions", self.decisions, positive=True)
+        check_number("pretrain.prior.epochs", self.epochs, positive=True)
+        check_number("pretrain.prior.batch_size", self.batch_size, positive=True)
+        check_number("pretrain.prior.learning_rate", self.learning_rate, positive=True)
+
+
 @dataclass(frozen=True)
 class PretrainConfig:
     """Imitation warm start: before PPO, fit the policy to a teacher agent's moves and the
@@ -134,9 +169,29 @@ class PretrainConfig:
     (a Ray started for them on this machine, ``workers`` CPUs), "auto" (the cluster this machine
     is in) or a cluster's address. The same ``workers`` shares of the same games as in
     processes, so the same decisions. null: processes on this machine."""
+    targets: str = "choice"
+    """What the policy is fitted to: "choice" (the teacher's move) or, for a search teacher,
+    "values" (softmax(move value / temperature) over the legal moves: how much better each
+    move searched, not only which was best)."""
+    temperature: float = 1.0
+    """Points per round of the "values" targets' softmax."""
+    prior: PriorConfig | None = None
+    """A first imitation stage whose network ``teacher`` and ``init_from`` may name as
+    ``{prior}``; null: none."""
 
     def validate(self) -> None:
-        if self.init_from is not None:
+        if self.prior is not None:
+            self.prior.validate()
+        check_choice("pretrain.targets", self.targets, EXPERT_TARGETS)
+        check_number("pretrain.temperature", self.temperature, positive=True)
+        if self.targets == "values" and (self.teacher is None or parse_spec(self.teacher)[0] != "search"):
+            raise ValueError(
+                f'pretrain.targets "values" needs a search teacher (its move values), got {self.teacher!r}'
+            )
+        for name, spec in (("pretrain.teacher", self.teacher), ("pretrain.init_from", self.init_from)):
+            if spec is not None and PRIOR_PLACEHOLDER in spec and self.prior is None:
+                raise ValueError(f"{name} names {PRIOR_PLACEHOLDER} ({spec!r}) but pretrain.prior is not set")
+        if self.init_from is not None and self.init_from != PRIOR_PLACEHOLDER:
             try:
                 kind = parse_spec(self.init_from)[0]
             except ValueError as e:
@@ -216,6 +271,8 @@ class EvalConfig:
     """Baselines the learner is evaluated against, periodically and in the final arena."""
     final_deals: int = 300
     """Duplicate deals of the final arena run (block-dominoes main)."""
+    final_opponents: tuple[str, ...] | None = None
+    """The final arena's baselines (block-dominoes main); null: ``opponents``."""
     halfwidth: float | None = None
     """If set, a learning-curve point plays more deals against an opponent (beyond ``deals``,
     up to ``max_deals``) until its 95% interval is +-halfwidth points per round or narrower;
@@ -236,6 +293,11 @@ class EvalConfig:
             raise ValueError("eval.opponents must name at least one baseline")
         for i, spec in enumerate(self.opponents):
             _unattended_spec(f"eval.opponents[{i}]", spec)
+        if self.final_opponents is not None:
+            if not self.final_opponents:
+                raise ValueError("eval.final_opponents must name at least one baseline, or be null")
+            for i, spec in enumerate(self.final_opponents):
+                _unattended_spec(f"eval.final_opponents[{i}]", spec)
 
 
 @dataclass(frozen=True)
@@ -329,12 +391,18 @@ class TrainConfig:
         # its options (search:worlds=0) and files (policy:PATH) are checked before any work starts.
         specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
+        specs += [(f"eval.final_opponents[{i}]", spec) for i, spec in enumerate(self.eval.final_opponents or ())]
         if self.expert.rounds:
             specs.append(("expert.eval_opponent", self.expert.eval_opponent))
-        if self.pretrain.teacher is not None:
-            specs.append(("pretrain.teacher", self.pretrain.teacher))
-        if self.pretrain.init_from is not None:
-            specs.append(("pretrain.init_from", self.pretrain.init_from))
+        if self.pretrain.prior is not None:
+            specs.append(("pretrain.prior.teacher", self.pretrain.prior.teacher))
+        # A spec naming {prior} is built only once that stage has trained it.
+        for name, spec in (
+            ("pretrain.teacher", self.pretrain.teacher),
+            ("pretrain.init_from", self.pretrain.init_from),
+        ):
+            if spec is not None and PRIOR_PLACEHOLDER not in spec:
+                specs.append((name, spec))
         rules = self.resolved_rules()
         for name, spec in specs:
             try:
@@ -343,6 +411,11 @@ class TrainConfig:
                     layout_for(rules, agent.observation).columns_in(layout_for(rules, self.observation))
             except (ValueError, OSError) as e:
                 raise ValueError(f"{name}: {e}") from None
+        if self.pretrain.init_from == PRIOR_PLACEHOLDER:
+            try:  # the prior reads "vector"
+                layout_for(rules, "vector").columns_in(layout_for(rules, self.observation))
+            except ValueError as e:
+                raise ValueError(f"pretrain.init_from: {e}") from None
 
     def resolved_rules(self) -> Rules:
         if isinstance(self.rules, str):
@@ -368,7 +441,10 @@ def _in_range(name: str, value: Any, low: float, high: float) -> None:
 
 def _unattended_spec(name: str, spec: str) -> None:
     """An agent spec for a seat nobody watches: known, with valid options, and not human."""
-    agent, _ = parse_spec(spec)
+    try:
+        agent, _ = parse_spec(spec)
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
     if agent == "human":
         raise ValueError(f"{name} cannot be 'human': training and evaluation run unattended")
 
@@ -402,7 +478,12 @@ def _convert(hint: Any, value: Any, name: str) -> Any:
             raise ValueError(f"{name} must be a list, got {value!r}")
         return tuple(_convert(item, v, f"{name}[{i}]") for i, v in enumerate(value))
     if origin in (typing.Union, types.UnionType):
-        for option in typing.get_args(hint):
+        options = [option for option in typing.get_args(hint) if option is not type(None)]
+        if value is None and len(options) < len(typing.get_args(hint)):
+            return None
+        if len(options) == 1:  # X | None: X's own error names what was wrong
+            return _convert(options[0], value, name)
+        for option in options:
             try:
                 return _convert(option, value, name)
             except ValueError:

@@ -2,12 +2,14 @@
 
 ``block-dominoes main --config configs/default.yaml`` runs :func:`run_main_job`: training
 (:func:`block_env.training.train.train`) writes the run folder, then the trained agent, its
-own step-0 policy (the warm start: what PPO itself added) and the config's evaluation
-opponents play duplicate deals that the training-time evaluations never saw.
+own step-0 policy (the warm start: what PPO itself added) and the config's final opponents
+(``eval.final_opponents``, else ``eval.opponents``) play duplicate deals that the
+training-time evaluations never saw.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,9 +31,10 @@ class MainJobResult:
 
 
 def final_arena(config: TrainConfig, out: Path, workers: int) -> ArenaConfig:
-    """The trained agent, its step-0 policy and the evaluation opponents, on fresh deals."""
+    """The trained agent, its step-0 policy and the final opponents, on fresh deals."""
+    opponents = config.eval.opponents if config.eval.final_opponents is None else config.eval.final_opponents
     return ArenaConfig(
-        agents=(f"policy:{out / BEST}", f"policy:{out / STEP_0}", *config.eval.opponents),
+        agents=(f"policy:{out / BEST}", f"policy:{out / STEP_0}", *opponents),
         rules=config.resolved_rules(),
         episode=config.episode,
         deals=config.eval.final_deals,
@@ -45,5 +48,19 @@ def run_main_job(config: TrainConfig, out: Path, *, workers: int = 1, progress: 
     summary = train(config, out, progress=progress)
     if summary.get("interrupted"):
         return MainJobResult(summary, None, {})
+    started = time.perf_counter()
     report, files = evaluate_into(final_arena(config, out, workers), out / "arena", progress=progress)
+    summary["phases"]["arena"] = round(time.perf_counter() - started, 1)
     return MainJobResult(summary, report, files)
+
+
+def phase_times(phases: dict[str, float]) -> str:
+    """One line: each phase's time, in the order they ran, and the total.
+
+    Examples:
+        >>> phase_times({"warm_start": 40.0, "ppo": 95.5, "arena": 30.0})
+        'warm start 40 s, ppo 96 s, arena 30 s; total 2 min 46 s'
+    """
+    total = sum(phases.values())
+    parts = ", ".join(f"{name.replace('_', ' ')} {seconds:.0f} s" for name, seconds in phases.items())
+    return f"{parts}; total {int(total // 60)} min {total % 60:.0f} s"

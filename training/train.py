@@ -8,13 +8,15 @@ learn, write the outputs. ``block-dominoes train --config configs/default.yaml``
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import json
 import os
 import shutil
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +35,9 @@ from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for, privileged_layout
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
-from block_env.training.config import TrainConfig
+from block_env.training.config import PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
-from block_env.training.expert import expert_iteration
+from block_env.training.expert import expert_iteration, move_value_targets
 from block_env.training.teaching import (
     decisions_in_processes,
     fit_policy,
@@ -44,7 +46,7 @@ from block_env.training.teaching import (
     save_policy_agent,
 )
 
-BEST, FINAL, LATEST, STEP_0 = "best", "final", "latest", "step_0"
+BEST, FINAL, LATEST, STEP_0, PRIOR = "best", "final", "latest", "step_0", "prior"
 #: The seed stream of the learning curve's deals: point k plays derive_seed(seed, EVALUATION_DEALS, k).
 EVALUATION_DEALS = "evaluation"
 
@@ -271,6 +273,8 @@ def _teacher_games(
         for seat in range(rules.num_players)
     ]
     observations, masks, actions, returns = [], [], [], []
+    values: list[np.ndarray] = []  # each decision's move values, when the targets are values
+    by_values = config.pretrain.targets == "values"
     seats: list[int] = []
 
     class RecordingTeacher:
@@ -284,8 +288,16 @@ def _teacher_games(
             self.teacher.reset(seed)
 
         def act(self, obs: dict[str, np.ndarray]) -> int:
-            action = self.teacher.act(obs)
-            if obs["action_mask"].sum() > 1:
+            deciding = obs["action_mask"].sum() > 1
+            if deciding and by_values:  # the same draws as its act: what act_batch decides by
+                searched = self.teacher.search_moves(obs["observation"][None], obs["action_mask"][None])[0]
+                action = searched.choice
+                move_values = np.full(len(obs["action_mask"]), np.nan, dtype=np.float32)
+                move_values[searched.legal] = searched.means
+                values.append(move_values)
+            else:
+                action = self.teacher.act(obs)
+            if deciding:
                 agent = env.agent_selection
                 learner_sees = env.observe(agent)["observation"]  # in the learner's encoding
                 if config.ppo.asymmetric:  # what the asymmetric critic reads: the hidden hands appended
@@ -312,29 +324,44 @@ def _teacher_games(
         returns += [totals[env.possible_agents[s]] * config.reward_scale for s in seats[first:]]
         if report is not None:
             report(min(len(actions), wanted))
-    return {
+    data = {
         "observations": np.asarray(observations[:wanted], dtype=np.float32),
         "masks": np.asarray(masks[:wanted]),
         "actions": np.asarray(actions[:wanted], dtype=np.int64),
         "returns": np.asarray(returns[:wanted], dtype=np.float32),
     }
+    if by_values:
+        data["values"] = np.asarray(values[:wanted], dtype=np.float32)
+    return data
 
 
 def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
-    head), before PPO. Returns the final imitation accuracy and losses."""
+    head), before PPO. Returns the final imitation accuracy and losses, and the seconds the
+    teacher games and the fitting took."""
+    started = time.perf_counter()
     data = collect_teacher_decisions(config)
-    return fit_policy(
+    gathered = time.perf_counter()
+    if config.pretrain.targets == "values":
+        targets = move_value_targets(data["values"], config.pretrain.temperature)
+    else:
+        targets = one_hot_targets(data["actions"], data["masks"].shape[1])
+    stats = fit_policy(
         model,
         data["observations"],
         data["masks"],
-        one_hot_targets(data["actions"], data["masks"].shape[1]),
+        targets,
         data["returns"],
         epochs=config.pretrain.epochs,
         batch_size=config.pretrain.batch_size,
         learning_rate=config.pretrain.learning_rate,
         seed=derive_seed(config.seed, "imitation_batches"),
     )
+    return {
+        **stats,
+        "teacher_seconds": round(gathered - started, 1),
+        "fit_seconds": round(time.perf_counter() - gathered, 1),
+    }
 
 
 # -- evaluation and learning curve ------------------------------------------------------------
@@ -450,10 +477,11 @@ class EvaluateCallback(PeriodicCallback):
     """Every ``eval.every`` steps, play the baselines (masks on), log the margins to
     TensorBoard and the learning curve, and keep the best agent so far."""
 
-    def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
+    def __init__(self, config: TrainConfig, paths: RunPaths, phases: dict[str, float] | None = None) -> None:
         super().__init__(config.eval.every)
         self.config = config
         self.paths = paths
+        self.phases = {} if phases is None else phases  # its seconds go to phases["evaluation"]
         self.best = -float("inf")
         self.last_at = -1
         self.points = 0  # learning-curve points so far: the next one's deal stream index
@@ -480,13 +508,14 @@ class EvaluateCallback(PeriodicCallback):
         that the best agent is chosen on deals the choice has not seen before."""
         config, paths = self.config, self.paths
         self.last_at = self.num_timesteps
-        latest = save_policy_agent(self.model, paths.agent(LATEST), config)
-        seed = derive_seed(config.seed, EVALUATION_DEALS, self.points)
-        row = {
-            "timesteps": self.num_timesteps,
-            "seed": seed,
-            **evaluate_against_baselines(latest, config, config.eval.deals, seed=seed),
-        }
+        with timed(self.phases, "evaluation"):
+            latest = save_policy_agent(self.model, paths.agent(LATEST), config)
+            seed = derive_seed(config.seed, EVALUATION_DEALS, self.points)
+            row = {
+                "timesteps": self.num_timesteps,
+                "seed": seed,
+                **evaluate_against_baselines(latest, config, config.eval.deals, seed=seed),
+            }
         self.points += 1
         for key, value in row.items():
             if key not in ("timesteps", "seed"):
@@ -538,9 +567,11 @@ def latest_checkpoint(run: Path) -> Path:
 
 
 class UpdateThreadsCallback(BaseCallback):
-    """torch on every core for the PPO update (large minibatches: 30% faster on 2 cores), one
-    thread while collecting rollouts (a forward pass per step over one small batch, where
-    threads only add overhead). Only with the batched env: nothing else runs beside it."""
+    """torch on every core for the PPO update (large minibatches: 30% faster on 2 cores), and
+    for the rollout's forward passes when the games step in this process (they wait for the
+    forward pass, so its second thread takes an idle core: a third off its time); one thread
+    while collecting rollouts from env processes, whose games step on the other cores. Only
+    with the batched env: nothing else runs beside it."""
 
     def __init__(self, threads: int) -> None:
         super().__init__()
@@ -552,7 +583,10 @@ class UpdateThreadsCallback(BaseCallback):
     def _on_rollout_start(self) -> None:
         import torch
 
-        torch.set_num_threads(1)
+        from block_env.training.sb3_vec_env import ShardedVecEnv
+
+        sharded = isinstance(self.training_env.unwrapped, ShardedVecEnv)
+        torch.set_num_threads(1 if sharded else self.threads)
 
     def _on_rollout_end(self) -> None:
         import torch
@@ -560,8 +594,10 @@ class UpdateThreadsCallback(BaseCallback):
         torch.set_num_threads(self.threads)
 
 
-def make_callbacks(config: TrainConfig, paths: RunPaths, pool: list[str]) -> list[Any]:
-    callbacks: list[Any] = [EvaluateCallback(config, paths), CheckpointCallback(config, paths)]
+def make_callbacks(
+    config: TrainConfig, paths: RunPaths, pool: list[str], phases: dict[str, float] | None = None
+) -> list[Any]:
+    callbacks: list[Any] = [EvaluateCallback(config, paths, phases), CheckpointCallback(config, paths)]
     if config.vec_env == "batched":
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         callbacks.append(UpdateThreadsCallback(config.update_threads or cores))
@@ -654,6 +690,61 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     model.policy.load_state_dict(state)
 
 
+@contextlib.contextmanager
+def timed(phases: dict[str, float], name: str) -> Iterator[None]:
+    """Adds the seconds the block took to ``phases[name]`` (the run summary's phase times)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - started, 1)
+
+
+def train_prior(config: TrainConfig, paths: RunPaths) -> dict[str, float]:
+    """``pretrain.prior``'s stage: a "vector" network (the learner's architecture, a value
+    head that reads the observation) fitted to the prior's teacher in games of its own (a
+    seed derived from the run's), saved as the run's ``prior`` agent."""
+    prior = config.pretrain.prior
+    assert prior is not None
+    stage = dataclasses.replace(
+        config,
+        observation="vector",
+        seed=derive_seed(config.seed, PRIOR) % 2**32,  # its own teacher games; SB3 takes seeds below 2**32
+        env_processes=1,
+        ppo=dataclasses.replace(config.ppo, critic="observation"),
+        pretrain=PretrainConfig(
+            teacher=prior.teacher,
+            decisions=prior.decisions,
+            epochs=prior.epochs,
+            batch_size=prior.batch_size,
+            learning_rate=prior.learning_rate,
+            workers=config.pretrain.workers,
+        ),
+    )
+    env = make_vec_env(stage, ["random"])  # only its spaces: the stage takes no PPO step
+    try:
+        model = build_model(stage, env, paths)
+        stats = imitate(model, stage)
+    finally:
+        env.close()
+    save_policy_agent(model, paths.agent(PRIOR), stage)
+    print(f"prior: imitated {prior.teacher} on {int(stats['decisions'])} decisions, accuracy {stats['accuracy']:.1%}")
+    return stats
+
+
+def with_prior(config: TrainConfig, paths: RunPaths) -> TrainConfig:
+    """``config`` with ``{prior}`` in the warm start's teacher and ``init_from`` replaced by
+    the run's prior agent."""
+    spec = f"policy:{paths.agent(PRIOR)}"
+    pretrain = config.pretrain
+
+    def resolved(value: str | None) -> str | None:
+        return None if value is None else value.replace(PRIOR_PLACEHOLDER, spec)
+
+    pretrain = dataclasses.replace(pretrain, teacher=resolved(pretrain.teacher), init_from=resolved(pretrain.init_from))
+    return dataclasses.replace(config, pretrain=pretrain)
+
+
 def warm_start(model: Any, config: TrainConfig, paths: RunPaths) -> dict[str, float] | None:
     """Start from a trained agent and imitate the teacher (each if the config names one),
     then save the step-0 agent: what PPO starts from, so that its own gain can be measured
@@ -674,16 +765,24 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths) -> dict[str, fl
 
 
 def learn(
-    model: Any, config: TrainConfig, paths: RunPaths, pool: list[str], steps: int, fresh: bool, progress: bool
+    model: Any,
+    config: TrainConfig,
+    paths: RunPaths,
+    pool: list[str],
+    steps: int,
+    fresh: bool,
+    progress: bool,
+    phases: dict[str, float] | None = None,
 ) -> bool:
     """PPO for ``steps`` more env steps with the run's callbacks; False when Ctrl-C stopped it
-    (a resumable checkpoint is saved then)."""
+    (a resumable checkpoint is saved then). The learning-curve evaluations' seconds go to
+    ``phases["evaluation"]``."""
     from stable_baselines3.common.callbacks import CallbackList
 
     try:
         model.learn(
             total_timesteps=steps,
-            callback=CallbackList(make_callbacks(config, paths, pool)),
+            callback=CallbackList(make_callbacks(config, paths, pool, phases)),
             reset_num_timesteps=fresh,
             progress_bar=progress,
             tb_log_name="ppo",
@@ -712,26 +811,36 @@ def train(
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
 
+    phases: dict[str, float] = {}  # seconds per phase, in the order they ran
+    prior_stats = pretrain_stats = expert_rows = None
+    if resume is None and config.pretrain.prior is not None:
+        with timed(phases, "prior"):
+            prior_stats = train_prior(config, paths)
+    config = with_prior(config, paths)
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
-    pretrain_stats = warm_start(model, config, paths) if resume is None else None
-    expert_rows = None
+    if resume is None:
+        with timed(phases, "warm_start"):
+            pretrain_stats = warm_start(model, config, paths)
     if resume is None and config.expert.rounds:
-        expert_rows = expert_iteration(model, config, paths.root, progress)
+        with timed(phases, "expert_iteration"):
+            expert_rows = expert_iteration(model, config, paths.root, progress)
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
     if remaining <= 0 and (resume is not None or config.total_timesteps):
         raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
-    finished = True
+    finished, fresh = True, resume is None
     if remaining > 0:  # no PPO steps: the run was expert iteration alone
         # numpy's BLAS on one thread while learning (after the warm start, whose teacher may
         # be a search guided by a network, with large products): the opponents' forward
         # passes are small, and BLAS threads waiting on a busy core cost more than they share.
         with threadpool_limits(1, user_api="blas"):
-            finished = learn(model, config, paths, pool, remaining, fresh=resume is None, progress=progress)
+            finished = learn(model, config, paths, pool, remaining, fresh, progress, phases)
     seconds = time.perf_counter() - started
+    if remaining > 0:  # PPO's own time: rollouts and updates, the evaluations apart
+        phases["ppo"] = round(seconds - phases.get("evaluation", 0.0), 1)
     env.close()
     write_learning_curve(paths, config.eval.opponents)
     if finished:
@@ -748,7 +857,9 @@ def train(
         "step_0_agent": str(paths.agent(STEP_0)),
         "learning_curve": str(paths.curve_png),
         "pretrain": pretrain_stats,
+        "prior": prior_stats,
         "expert": expert_rows,
+        "phases": phases,
     }
     write_atomically(paths.root / "training.json", json.dumps(summary, indent=2) + "\n")
     return summary
