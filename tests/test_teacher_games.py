@@ -3,6 +3,7 @@ Ray tasks on a local Ray (2 CPUs), and a progress bar fed by the tasks while the
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from block_env.training.train import collect_teacher_decisions, teacher_games
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.yaml"
+CLI = [sys.executable, "-m", "block_env.cli"]
 
 # The Ray tests share one worker with tests/test_ray.py's (one local Ray at a time).
 on_ray = pytest.mark.xdist_group("ray")
@@ -143,3 +145,23 @@ def test_teacher_games_on_ray_give_the_process_pools_arrays_byte_for_byte(local_
 def test_ray_tasks_tell_progress_while_they_play(local_ray, tmp_path):
     events = played_with_held_tasks(tmp_path, workers=2, ray_address="local")
     assert events.index("told 10") < min(events.index("part 0"), events.index("part 1"))
+
+
+@on_ray
+def test_train_with_ray_starts_a_local_ray_and_warm_starts_from_the_same_decisions(tmp_path):
+    """``train --ray`` (its own local Ray, in a process of its own) saves the step-0 agent a run
+    without Ray saves: the same teacher decisions, fitted the same way."""
+    pytest.importorskip("ray")
+    import torch
+
+    weights = {}
+    for name, extra in (("processes", []), ("ray", ["--ray"])):
+        out = tmp_path / name
+        command = [*CLI, "train", "--config", str(TINY), "--out", str(out), "--total-timesteps", "256", "--quiet"]
+        done = subprocess.run([*command, *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        weights[name] = torch.load(out / "step_0" / "policy.pth", weights_only=True)
+    assert yaml.safe_load((tmp_path / "ray" / "config.yaml").read_text())["pretrain"]["ray_address"] == "local"
+    assert sorted(weights["ray"]) == sorted(weights["processes"])
+    for key, tensor in weights["processes"].items():
+        assert torch.equal(weights["ray"][key], tensor), key
