@@ -239,6 +239,7 @@ def cmd_main(args: argparse.Namespace) -> int:
         print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume latest")
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
+    print(f"time per phase: {phase_times(summary['phases'])}")
     print(markdown(result.report))
     print("wrote " + ", ".join(str(p) for p in result.files.values()) + f", {summary['learning_curve']}")
     return 0
@@ -247,7 +248,6 @@ def cmd_main(args: argparse.Namespace) -> int:
 class OneLineErrors(argparse.ArgumentParser):
     """Argument errors as one line on stderr (exit 2); ``-h`` still shows the usage."""
 
-    print(f"time per phase: {phase_times(summary['phases'])}")
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 

@@ -164,12 +164,14 @@ def fit_policy(
     batch_size: int,
     learning_rate: float,
     seed: int,
+    advance: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
     per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
     and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
     often the policy's best move was the targets' best before fitting (``agreement``) and
-    after the last epoch (``accuracy``), and the last epoch's mean losses."""
+    after the last epoch (``accuracy``), and the last epoch's mean losses. ``advance(n)`` is
+    told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions)."""
     import torch
 
     policy = model.policy
@@ -208,6 +210,8 @@ def fit_policy(
             correct += (logits.argmax(-1) == best[idx]).sum().item()
             policy_loss_sum += policy_loss.item() * len(idx)
             value_loss_sum += value_loss.item() * len(idx)
+            if advance is not None:
+                advance(len(idx))
         stats = {
             "decisions": float(len(best)),
             "agreement": agreement / len(best),

@@ -335,28 +335,33 @@ def _teacher_games(
     return data
 
 
-def imitate(model: Any, config: TrainConfig) -> dict[str, float]:
+def imitate(model: Any, config: TrainConfig, progress: bool = True) -> dict[str, float]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
     head), before PPO. Returns the final imitation accuracy and losses, and the seconds the
     teacher games and the fitting took."""
     started = time.perf_counter()
-    data = collect_teacher_decisions(config)
+    data = collect_teacher_decisions(config, progress)
     gathered = time.perf_counter()
     if config.pretrain.targets == "values":
         targets = move_value_targets(data["values"], config.pretrain.temperature)
     else:
         targets = one_hot_targets(data["actions"], data["masks"].shape[1])
-    stats = fit_policy(
-        model,
-        data["observations"],
-        data["masks"],
-        targets,
-        data["returns"],
-        epochs=config.pretrain.epochs,
-        batch_size=config.pretrain.batch_size,
-        learning_rate=config.pretrain.learning_rate,
-        seed=derive_seed(config.seed, "imitation_batches"),
-    )
+    epochs = config.pretrain.epochs
+    with progress_bar(
+        progress, epochs * len(targets), f"fitting {len(targets)} decisions x {epochs} epochs"
+    ) as advance:
+        stats = fit_policy(
+            model,
+            data["observations"],
+            data["masks"],
+            targets,
+            data["returns"],
+            epochs=epochs,
+            batch_size=config.pretrain.batch_size,
+            learning_rate=config.pretrain.learning_rate,
+            seed=derive_seed(config.seed, "imitation_batches"),
+            advance=advance,
+        )
     return {
         **stats,
         "teacher_seconds": round(gathered - started, 1),
@@ -700,7 +705,7 @@ def timed(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - started, 1)
 
 
-def train_prior(config: TrainConfig, paths: RunPaths) -> dict[str, float]:
+def train_prior(config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, float]:
     """``pretrain.prior``'s stage: a "vector" network (the learner's architecture, a value
     head that reads the observation) fitted to the prior's teacher in games of its own (a
     seed derived from the run's), saved as the run's ``prior`` agent."""
@@ -719,12 +724,13 @@ def train_prior(config: TrainConfig, paths: RunPaths) -> dict[str, float]:
             batch_size=prior.batch_size,
             learning_rate=prior.learning_rate,
             workers=config.pretrain.workers,
+            ray_address=config.pretrain.ray_address,
         ),
     )
     env = make_vec_env(stage, ["random"])  # only its spaces: the stage takes no PPO step
     try:
         model = build_model(stage, env, paths)
-        stats = imitate(model, stage)
+        stats = imitate(model, stage, progress)
     finally:
         env.close()
     save_policy_agent(model, paths.agent(PRIOR), stage)
@@ -745,7 +751,7 @@ def with_prior(config: TrainConfig, paths: RunPaths) -> TrainConfig:
     return dataclasses.replace(config, pretrain=pretrain)
 
 
-def warm_start(model: Any, config: TrainConfig, paths: RunPaths) -> dict[str, float] | None:
+def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, float] | None:
     """Start from a trained agent and imitate the teacher (each if the config names one),
     then save the step-0 agent: what PPO starts from, so that its own gain can be measured
     against it."""
@@ -754,7 +760,7 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths) -> dict[str, fl
         init_from_agent(model, config)
         print(f"warm start: the policy of {config.pretrain.init_from}", flush=True)
     if config.pretrain.teacher is not None:
-        stats = imitate(model, config)
+        stats = imitate(model, config, progress)
         print(
             f"warm start: imitated {config.pretrain.teacher} on {int(stats['decisions'])} decisions, "
             f"accuracy {stats['accuracy']:.1%}",
@@ -815,14 +821,14 @@ def train(
     prior_stats = pretrain_stats = expert_rows = None
     if resume is None and config.pretrain.prior is not None:
         with timed(phases, "prior"):
-            prior_stats = train_prior(config, paths)
+            prior_stats = train_prior(config, paths, progress)
     config = with_prior(config, paths)
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
     if resume is None:
         with timed(phases, "warm_start"):
-            pretrain_stats = warm_start(model, config, paths)
+            pretrain_stats = warm_start(model, config, paths, progress)
     if resume is None and config.expert.rounds:
         with timed(phases, "expert_iteration"):
             expert_rows = expert_iteration(model, config, paths.root, progress)
