@@ -785,6 +785,12 @@ def read_moves(obs: Any, rules: Rules | str | None = None) -> list[tuple[int, in
 def _checked_views(vector: Any, layout: Layout) -> dict[str, np.ndarray]:
     """The layout's named views of ``vector`` (or of an observation dict's "observation"),
     each checked to hold values its piece can hold: ValueError names the first that does not."""
+    return layout.views(_checked_buffer(vector, layout))
+
+
+def _checked_buffer(vector: Any, layout: Layout) -> np.ndarray:
+    """``vector`` (or an observation dict's "observation") as a float32 array of the layout's
+    shape, every value within its piece's range: ValueError names the first piece that is not."""
     if isinstance(vector, dict):
         if "observation" not in vector:
             raise ValueError(f"an observation dict holds an 'observation' entry; got keys {sorted(map(str, vector))}")
@@ -796,17 +802,19 @@ def _checked_views(vector: Any, layout: Layout) -> dict[str, np.ndarray]:
         raise ValueError(
             f"an observation is a flat array of {layout.size} numbers, got {type(vector).__name__}"
         ) from None
-    v = layout.views(buf)  # ValueError names the expected shape
+    if buf.shape != (layout.size,):
+        layout.views(buf)  # ValueError names the expected shape
     # One pass over the whole vector (NaN fails both comparisons); the pieces are searched
     # only to name the one that is out of range.
     if not ((buf >= 0) & (buf <= layout.bounds)).all():
+        v = layout.views(buf)
         for piece in layout.pieces:
             values = v[piece.name]
             if not (np.isfinite(values).all() and (values >= 0).all() and (values <= np.float32(piece.high)).all()):
                 raise ValueError(
                     f"observation piece {piece.name!r} must hold values in 0..{piece.high:g}; got {values.ravel()[:8].tolist()}"
                 )
-    return v
+    return buf
 
 
 def _decode_table(rules: Rules, v: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -862,31 +870,58 @@ def read_public_view(obs: dict[str, np.ndarray], rules: Rules | str, observation
     )
 
 
-def _bits_mask(row: np.ndarray) -> int:
-    """The set bits of a 0/1 row as a Python int (bit i for column i; any width)."""
-    return int.from_bytes(np.packbits(row > 0.5, bitorder="little").tobytes(), "little")
+@cache
+def _vector_view_fields(rules: Rules, observation: str) -> tuple[int, dict[str, tuple[int, int]], dict[str, slice]]:
+    """Where :func:`_read_vector_view` finds the vector encoding's pieces in ``observation``'s
+    layout: how many leading values hold every 0/1 piece it reads, each such piece's (offset,
+    width) among them (a row of voids or ends is a piece of its own), and the number pieces'
+    slices."""
+    layout = layout_for(rules, observation)
+    s = rules.tile_set.num_suits
+    at = {
+        name: (layout.slices[name].start, layout.slices[name].stop - layout.slices[name].start)
+        for name in ("hand", "played", "opening", "to_play", "leader")
+    }
+    for name, rows in (("voids", rules.num_players), ("ends", 2)):
+        for r in range(rows):
+            at[f"{name}{r}"] = (layout.slices[name].start + r * s, s)
+    stop = max(start + width for start, width in at.values())
+    numbers = {name: layout.slices[name] for name in ("hand_counts", "passes", "scores")}
+    return stop, at, numbers
+
+
+def _lowest_bit(bits: int) -> int | None:
+    """The lowest set bit's index (a one-hot row's hit), or None for no bit."""
+    return (bits & -bits).bit_length() - 1 if bits else None
 
 
 def _read_vector_view(obs: dict[str, np.ndarray], rules: Rules, layout: Layout) -> PublicView:
     """:func:`read_public_view` for the "vector" encoding (or one holding its pieces), straight
     to bitmasks: what every scripted agent reads each move (the same checks and facts as
-    decoding to named parts)."""
-    v = _checked_views(obs["observation"], layout)
+    decoding to named parts). Every 0/1 piece comes from one Python int of the observation's
+    leading values, cut by shifts: the scripted opponents read one view per move."""
+    buf = _checked_buffer(obs["observation"], layout)
+    stop, at, numbers = _vector_view_fields(rules, layout.name)
+    everything = int.from_bytes(np.packbits(buf[:stop] > 0.5, bitorder="little").tobytes(), "little")
+
+    def piece(name: str) -> int:
+        start, width = at[name]
+        return everything >> start & ((1 << width) - 1)
+
+    left, right = _lowest_bit(piece("ends0")), _lowest_bit(piece("ends1"))
     target = rules.resolved_target
-    left, right = _one_hot_index(v["ends"][0]), _one_hot_index(v["ends"][1])
-    opening = _one_hot_index(v["opening"])
     return PublicView(
         rules=rules,
-        hand=_bits_mask(v["hand"]),
+        hand=piece("hand"),
         ends=None if left is None or right is None else (left, right),
-        played=_bits_mask(v["played"]),
-        opening=opening,
-        leader=_one_hot_index(v["leader"]) or 0,
-        to_play=_one_hot_index(v["to_play"]),
-        hand_counts=tuple(int(round(x)) for x in v["hand_counts"].tolist()),
-        voids=tuple(_bits_mask(row) for row in v["voids"]),
-        passes=int(round(float(v["passes"][0]))),
-        scores=tuple(int(round(x * target)) for x in v["scores"].tolist()),
+        played=piece("played"),
+        opening=_lowest_bit(piece("opening")),
+        leader=_lowest_bit(piece("leader")) or 0,
+        to_play=_lowest_bit(piece("to_play")),
+        hand_counts=tuple(int(round(x)) for x in buf[numbers["hand_counts"]].tolist()),
+        voids=tuple(piece(f"voids{r}") for r in range(rules.num_players)),
+        passes=int(round(buf[numbers["passes"]].tolist()[0])),
+        scores=tuple(int(round(x * target)) for x in buf[numbers["scores"]].tolist()),
         legal=tuple(np.flatnonzero(obs["action_mask"]).tolist()),
     )
 

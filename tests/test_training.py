@@ -9,6 +9,7 @@ import json
 import warnings
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -774,3 +775,36 @@ def test_searched_decisions_are_the_searchs_values_of_every_legal_move_and_seede
     assert np.array_equal(targets.argmax(axis=1), best)
     again = search_decisions(str(student), config.resolved_rules(), config.expert, 40, seed=5)
     assert all(np.array_equal(data[k], again[k], equal_nan=True) for k in data)
+
+
+def test_rollouts_use_every_update_thread_only_when_the_games_step_in_this_process():
+    """The rollout's forward passes take the update's threads while the batched games step in
+    this process (they wait for it), and one thread beside env processes (busy on the cores)."""
+    import torch
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from block_env.agents import make_vector_env
+    from block_env.training.sb3_vec_env import BlockDominoesVecEnv, ShardedVecEnv
+    from block_env.training.train import UpdateThreadsCallback, batched_shard
+
+    before = torch.get_num_threads()
+    shard = [lambda: batched_shard(2, Rules(), False, {"opponents": ["random"]})] * 2
+    envs = {
+        "in process": VecMonitor(BlockDominoesVecEnv(make_vector_env(4, "standard", opponents=["random"]))),
+        "sharded": VecMonitor(ShardedVecEnv(shard)),
+    }
+    try:
+        seen = {}
+        for name, env in envs.items():
+            callback = UpdateThreadsCallback(2)
+            callback.model = SimpleNamespace(get_env=lambda env=env: env)  # what the callback reads of the model
+            torch.set_num_threads(1)
+            callback.on_rollout_start()
+            seen[name] = torch.get_num_threads()
+            callback.on_rollout_end()
+            assert torch.get_num_threads() == 2  # the update always takes them
+        assert seen == {"in process": 2, "sharded": 1}
+    finally:
+        for env in envs.values():
+            env.close()
+        torch.set_num_threads(before)
