@@ -112,7 +112,7 @@ def main() -> None:
         """``values`` without the warm start, for ``args.steps`` steps, evaluating a few deals."""
         values = dict(values)
         values["total_timesteps"] = args.steps
-        values["pretrain"] = {**values.get("pretrain", {}), "teacher": None, "init_from": None}
+        values["pretrain"] = {"teacher": None}  # no warm start of any kind
         values["eval"] = {**values.get("eval", {}), "deals": 4, "every": args.steps, "halfwidth": None}
         values["checkpoint_every"] = args.steps
         values["opponents"] = {**values.get("opponents", {}), "snapshot_every": args.steps // 2}
