@@ -759,7 +759,8 @@ def test_expert_iteration_trains_saves_and_its_policy_plays_in_every_preset(pres
 
 def test_searched_decisions_are_the_searchs_values_of_every_legal_move_and_seeded():
     from block_env.observations import layout_for
-    from block_env.training.expert import move_value_targets, search_decisions
+    from block_env.training.expert import search_decisions
+    from block_env.training.teaching import move_value_targets
 
     config = expert_config("standard")
     student = ROOT / "agents" / "pretrained" / "standard_vector"

@@ -28,7 +28,13 @@ from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import ExpertConfig, TrainConfig
 from block_env.training.curves import CurveLine, head_to_head, plot_curve
-from block_env.training.teaching import decisions_in_processes, fit_policy, one_hot_targets, save_policy_agent
+from block_env.training.teaching import (
+    decisions_in_processes,
+    fit_policy,
+    move_value_targets,
+    one_hot_targets,
+    save_policy_agent,
+)
 
 EXPERT_CSV = "expert.csv"
 EXPERT_PNG = "expert.png"
@@ -99,20 +105,6 @@ def searched_round(student: Path, config: TrainConfig, k: int, progress: bool) -
         return decisions_in_processes(
             search_decisions, tasks, expert.workers, done=lambda part: advance(len(part["played"]))
         )
-
-
-def move_value_targets(values: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(value / temperature) over each row's legal moves (the non-NaN entries); 0 elsewhere.
-
-    Examples:
-        >>> move_value_targets(np.array([[1.0, np.nan, 1.0], [2.0, 0.0, np.nan]]), 1.0).round(3)
-        array([[0.5  , 0.   , 0.5  ],
-               [0.881, 0.119, 0.   ]])
-    """
-    scaled = np.where(np.isnan(values), -np.inf, values / temperature)
-    scaled -= scaled.max(axis=1, keepdims=True)
-    weights = np.exp(scaled)
-    return weights / weights.sum(axis=1, keepdims=True)
 
 
 def measure(agent: Path, config: TrainConfig) -> Estimate:

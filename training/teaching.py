@@ -153,6 +153,20 @@ def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:
     return targets
 
 
+def move_value_targets(values: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(value / temperature) over each row's legal moves (the non-NaN entries); 0 elsewhere.
+
+    Examples:
+        >>> move_value_targets(np.array([[1.0, np.nan, 1.0], [2.0, 0.0, np.nan]]), 1.0).round(3)
+        array([[0.5  , 0.   , 0.5  ],
+               [0.881, 0.119, 0.   ]])
+    """
+    scaled = np.where(np.isnan(values), -np.inf, values / temperature)
+    scaled -= scaled.max(axis=1, keepdims=True)
+    weights = np.exp(scaled)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
 def fit_policy(
     model: Any,
     observations: np.ndarray,

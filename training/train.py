@@ -37,10 +37,11 @@ from block_env.rules import Rules
 from block_env.seeding import derive_seed
 from block_env.training.config import PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
-from block_env.training.expert import expert_iteration, move_value_targets
+from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
     decisions_in_processes,
     fit_policy,
+    move_value_targets,
     one_hot_targets,
     round_points_scale,
     save_policy_agent,
