@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from block_env.options import EPISODES
+from block_env.options import ENCODINGS, EPISODES
 from block_env.rules import PRESETS, Rules
 
 
@@ -191,6 +191,8 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         workers=args.workers,
         init_from=args.init_from,
         env_processes=args.env_processes,
+        observation=args.observation,
+        exact=args.exact,
         progress=not args.quiet,
     )
     if result.get("interrupted"):
@@ -202,6 +204,12 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         f"best response - {result['target']}: {result['margin']:+.2f} ({result['low']:+.2f} .. {result['high']:+.2f}) "
         f"points per round on {result['deals']} fresh deals, after {result['steps']} steps"
     )
+    if "exact" in result:
+        exact = result["exact"]
+        print(
+            f"exact gains: best response {exact['best_response']:.4f}, this one {exact['learned']:.4f} "
+            f"({exact['share']:.1%}) points per round"
+        )
     return 0
 
 
@@ -375,6 +383,17 @@ def _add_exploit(sub: Any) -> None:
         type=_positive_int,
         default=1,
         help="processes the training games step in, one core each (more than 1 pays for a costly target: search)",
+    )
+    p.add_argument(
+        "--observation",
+        choices=ENCODINGS,
+        help='the encoding the best response reads (default: "tracked", or the target\'s own where richer: "history")',
+    )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="also the exact gains of the best response and of an exact one (two-seat sets the solver lays out: "
+        "tiny, small, medium)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_exploit)

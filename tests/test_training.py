@@ -559,7 +559,7 @@ def test_exploit_measures_a_target_that_reads_another_encoding(tmp_path):
     )
     out = tmp_path / "exploit"
     args = ["exploit", "--agent", f"policy:{target}", "--rules", "tiny", "--steps", "1024", "--deals", "10"]
-    assert main([*args, "--workers", "1", "--out", str(out), "--quiet"]) == 0
+    assert main([*args, "--observation", "vector", "--workers", "1", "--out", str(out), "--quiet"]) == 0
     result = json.loads((out / "exploit.json").read_text())
     assert result["deals"] == 10 and yaml.safe_load((out / "config.yaml").read_text())["observation"] == "vector"
 
