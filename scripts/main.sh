@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: set up .venv, train a MaskablePPO agent with
-# configs/default.yaml, then run the arena against random, greedy and strategic.
+# The main job on a fresh machine: set up .venv, train an agent with configs/default.yaml (or
+# CONFIG=configs/quick.yaml), then run the arena against every baseline, search included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
