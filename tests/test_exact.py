@@ -1,6 +1,7 @@
 """Learned and searched agents against exact values on the tiny set: a best response that
-``exploit`` trains must beat an exploitable target, by no more than the exact best response
-does, and ``solve`` gives a trained agent's and a search's exact NashConv as OpenSpiel does."""
+``exploit`` trains must recover most of what the exact best response gains against an
+exploitable target, and never more, and ``solve`` gives a trained agent's and a search's exact
+NashConv as OpenSpiel does."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ pyspiel = pytest.importorskip("pyspiel")
 import block_env.openspiel  # noqa: E402  (registers block_dominoes)
 
 TARGET = "greedy"
+#: The best response's steps, and the share of the exact best response's gain it must recover
+#: (seeds 0 to 3 each recover all of it at this budget: docs/solver.md).
+STEPS = 40_000
+SHARE = 0.9
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +33,8 @@ def game():
 def best_response(tmp_path_factory):
     """``exploit``'s learned best response to greedy on the tiny set, and its exploit.json."""
     out = tmp_path_factory.mktemp("exploit")
-    args = ["exploit", "--agent", TARGET, "--rules", "tiny", "--steps", "8192", "--deals", "400", "--workers", "1"]
-    assert main([*args, "--out", str(out), "--quiet"]) == 0
+    args = ["exploit", "--agent", TARGET, "--rules", "tiny", "--steps", str(STEPS), "--deals", "400", "--workers", "1"]
+    assert main([*args, "--exact", "--out", str(out), "--quiet"]) == 0
     return out, json.loads((out / "exploit.json").read_text())
 
 
@@ -47,9 +52,14 @@ def test_a_learned_best_response_beats_an_exploitable_target_up_to_the_exact_val
     exact = exact_best_response_value(game, TARGET)
     assert exact > 0.4  # greedy is exploitable (an equilibrium's margin against it would be 0 at best)
     _, result = best_response
-    assert result["target"] == TARGET and result["deals"] == 400 and result["steps"] >= 8192
-    # The best response wins clearly, at least half of what the exact best response wins, and
-    # the arena never measures it winning more than the exact best response can.
+    assert result["target"] == TARGET and result["deals"] == 400 and result["steps"] >= STEPS
+    # exploit's own exact gains: the exact best response's is OpenSpiel's, and the learned
+    # one, over the whole tree, recovers nearly all of it and never more.
+    gains = result["exact"]
+    assert gains["best_response"] == pytest.approx(exact, abs=1e-9)
+    assert SHARE * exact <= gains["learned"] <= exact + 1e-9
+    # The arena's sample of it: the best response wins clearly, and its interval holds what an
+    # exact best response can win.
     assert 0.5 * exact < result["low"] <= result["margin"]
     assert result["low"] <= exact
 
