@@ -260,6 +260,11 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
+def _add_ray_option(p: argparse.ArgumentParser, text: str) -> None:
+    """``--ray [ADDRESS]``: "local" when given without an address, None when absent."""
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS", help=text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``block-dominoes`` parser: one subcommand per job, each added by its own function."""
     parser = OneLineErrors(prog="block-dominoes", description="Block dominoes for reinforcement learning.")
@@ -304,13 +309,9 @@ def _add_eval(sub: Any) -> None:
     p.add_argument("--workers", type=_positive_int, default=default_workers(), help="processes (default: all cores)")
     p.add_argument("--out", default="results/arena", help="folder for summary.md/.csv, report.json, chart.png")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--ray",
-        nargs="?",
-        const="local",
-        default=None,
-        metavar="ADDRESS",
-        help="play the deals as Ray tasks: on a local Ray started for the run (no ADDRESS; --workers CPUs), "
+    _add_ray_option(
+        p,
+        "play the deals as Ray tasks: on a local Ray started for the run (no ADDRESS; --workers CPUs), "
         "'auto' (the cluster this machine is in) or a cluster's address (extra [ray])",
     )
     p.add_argument(
@@ -471,14 +472,10 @@ def _add_train(sub: Any) -> None:
         p.add_argument("--total-timesteps", type=_positive_int, default=None, help="override total_timesteps")
         p.add_argument("--seed", type=_seed_arg, default=None, help="override the config's seed")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
-        p.add_argument(
-            "--ray",
-            nargs="?",
-            const="local",
-            default=None,
-            metavar="ADDRESS",
-            help="play the warm start's teacher games as Ray tasks (the same decisions): on a local Ray started "
-            "for them (no ADDRESS; pretrain.workers CPUs), 'auto' or a cluster's address (extra [ray])",
+        _add_ray_option(
+            p,
+            "play the teacher games as Ray tasks (the same decisions): on a local Ray started for them "
+            "(no ADDRESS; pretrain.workers CPUs), 'auto' or a cluster's address (extra [ray])",
         )
         if name == "train":
             p.add_argument(
