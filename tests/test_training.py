@@ -532,19 +532,22 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_deals(tmp_path)
 
 
 def test_exploit_can_start_the_best_response_from_a_trained_agent(tmp_path):
-    """--init-from (and --env-processes: the games in two processes, the update on every core)."""
+    """--init-from (and --env-processes: the games in two processes, the update on every core):
+    the best response reads "tracked" by default and starts as the "vector" agent it is
+    carried from."""
     out = tmp_path / "exploit"
     args = ["exploit", "--agent", "greedy", "--steps", "512", "--deals", "10", "--workers", "1", "--env-processes", "2"]
     assert main([*args, "--init-from", "pretrained:standard_vector", "--out", str(out), "--quiet"]) == 0
     assert json.loads((out / "exploit.json").read_text())["init_from"] == "pretrained:standard_vector"
     config = yaml.safe_load((out / "config.yaml").read_text())
-    assert config["env_processes"] == 2 and config["update_threads"] == 0
+    assert config["env_processes"] == 2 and config["update_threads"] == 0 and config["observation"] == "tracked"
     rules = Rules()
     env = raw_env(rules)
     env.reset(seed=5)
     obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    tracked = np.stack([env.observe(a, "tracked")["observation"] for a in env.possible_agents])
     start, source = make_agent(f"policy:{out / 'step_0'}", rules), make_agent("pretrained:standard_vector", rules)
-    np.testing.assert_array_equal(start.logits(obs), source.logits(obs))
+    np.testing.assert_allclose(start.logits(tracked), source.logits(obs), atol=1e-5)
 
 
 def test_exploit_measures_a_target_that_reads_another_encoding(tmp_path):
