@@ -255,6 +255,11 @@ GUIDED = [
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,leaf=value"),
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior"),
     ("partnership", "search:worlds=4,prior=pretrained:partnership_vector,belief=prior,confidence=0"),
+    *(
+        (preset, f"search:worlds=4,prior=pretrained:{preset},belief=prior,playout={playout}")
+        for preset in ("standard_3p", "standard_4p")
+        for playout in ("heuristic", "policy")
+    ),
 ]
 
 
