@@ -305,3 +305,23 @@ def openspiel_state(game, tree, node):
     for action in tree.moves(node):
         state.apply_action(action)
     return state
+
+
+def first_move(view: dict) -> int:
+    """The web app's view: the first legal move in the person's hand, else the pass."""
+    moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
+    return moves[0] if moves else view["pass_action"]
+
+
+def play_first_moves(client, view: dict, moves: int | None = None) -> dict:
+    """Play the web game's first legal move ``moves`` times (None: to the end), dealing each
+    next round; every move must be accepted. Returns the last view."""
+    while not view["over"] and moves != 0:
+        if view["paused"]:
+            view = client.post(f"/api/games/{view['id']}/next").json()
+            continue
+        response = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)})
+        assert response.status_code == 200, response.json()
+        view = response.json()
+        moves = None if moves is None else moves - 1
+    return view

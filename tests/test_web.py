@@ -8,6 +8,7 @@ import time
 import pytest
 
 pytest.importorskip("starlette")
+from conftest import first_move, play_first_moves  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from block_env.agents import AGENTS, Agent, make_agent  # noqa: E402
@@ -22,23 +23,6 @@ def client():
     return TestClient(create_app(Games(new_games_per_minute=0)))
 
 
-def first_move(view):
-    moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
-    return moves[0] if moves else view["pass_action"]
-
-
-def play_to_end(client, view):
-    """Play the first legal move until the game is over (dealing each next round)."""
-    while not view["over"]:
-        if view["paused"]:
-            view = client.post(f"/api/games/{view['id']}/next").json()
-            continue
-        response = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)})
-        assert response.status_code == 200, response.json()
-        view = response.json()
-    return view
-
-
 @pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership", "house"])
 def test_a_whole_round_reveals_what_the_engine_says(client, preset):
     opponents = ["greedy", "random"] if PRESETS[preset].num_players > 2 else ["strategic"]
@@ -46,7 +30,7 @@ def test_a_whole_round_reveals_what_the_engine_says(client, preset):
     assert response.status_code == 201
     view = response.json()
     assert view["agents"][1] == "you" and view["to_play"] == 1  # the opponents moved first where they had to
-    view = play_to_end(client, view)
+    view = play_first_moves(client, view)
     record = client.get(f"/api/games/{view['id']}/replay").json()
     rules = rules_from_record(record["rules"])
     final, _ = replay_round(rules, record["rounds"][-1])
@@ -143,7 +127,7 @@ def test_many_games_at_once_do_not_mix(client):
 
 
 def test_replays_are_checked_move_by_move(client):
-    view = play_to_end(client, client.post("/api/games", json={"seed": 9, "opponents": ["greedy"]}).json())
+    view = play_first_moves(client, client.post("/api/games", json={"seed": 9, "opponents": ["greedy"]}).json())
     record = client.get(f"/api/games/{view['id']}/replay").json()
     expanded = client.post("/api/replay", json={"replay": record}).json()
     assert len(expanded["rounds"][0]) == len(record["rounds"][0]["moves"]) + 1
@@ -287,7 +271,7 @@ def test_an_opponent_that_raises_leaves_the_move_standing_and_the_game_playable(
     assert replaced["stalled"] is None and replaced["agents"] == ["you", FALLBACK_AGENT]
     assert replaced["replaced"] == [{"seat": 1, "was": "faulty", "now": FALLBACK_AGENT}]
     assert replaced["events"][0]["seat"] == 1 and replaced["to_play"] in (0, None)
-    assert play_to_end(client, replaced)["result"]["why"]
+    assert play_first_moves(client, replaced)["result"]["why"]
     assert client.post(f"/api/games/{view['id']}/resume", json={}).status_code == 409  # nothing is waiting
 
 
@@ -300,7 +284,7 @@ def test_a_retry_lets_an_opponent_that_recovers_play_on(monkeypatch):
     assert view["stalled"]["agent"] == "faulty"
     resumed = client.post(f"/api/games/{view['id']}/resume", json={"fallback": False}).json()
     assert resumed["stalled"] is None and resumed["agents"][0] == "faulty" and resumed["replaced"] == []
-    assert play_to_end(client, resumed)["over"]
+    assert play_first_moves(client, resumed)["over"]
 
 
 def test_a_move_past_the_time_budget_is_stopped_and_the_game_goes_on(monkeypatch):
@@ -316,7 +300,7 @@ def test_a_move_past_the_time_budget_is_stopped_and_the_game_goes_on(monkeypatch
     }
     assert Sleepy.exited == [True]  # its thread left the move: stopped, not abandoned
     view = client.post(f"/api/games/{view['id']}/resume", json={"fallback": True}).json()
-    assert play_to_end(client, view)["over"]
+    assert play_first_moves(client, view)["over"]
 
 
 def test_an_illegal_move_from_an_opponent_is_refused_and_named(monkeypatch):

@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("starlette")
 pytest.importorskip("sqlalchemy")
+from conftest import first_move, play_first_moves  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
 from block_env.apps import web  # noqa: E402
@@ -86,24 +87,6 @@ def store_url(request, tmp_path):
     return url
 
 
-def first_move(view):
-    moves = [m["action"] for tile in view["hand"] for m in tile["moves"]]
-    return moves[0] if moves else view["pass_action"]
-
-
-def play(client, view, moves=None):
-    """Play the first legal move ``moves`` times (None: to the end), dealing each next round."""
-    while not view["over"] and moves != 0:
-        if view["paused"]:
-            view = client.post(f"/api/games/{view['id']}/next").json()
-            continue
-        response = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)})
-        assert response.status_code == 200, response.json()
-        view = response.json()
-        moves = None if moves is None else moves - 1
-    return view
-
-
 def app_on(url, clock=None, **limits):
     store = Store(url) if clock is None else Store(url, clock=clock)
     return TestClient(create_app(Games(store, **{"new_games_per_minute": 0, **limits})))
@@ -118,9 +101,9 @@ def test_two_workers_sharing_a_store_play_each_others_games(store_url):
         turn += 1
         client = clients[turn % 2]
         assert client.get(f"/api/games/{view['id']}").json() == view | {"events": []}
-        view = play(client, client.get(f"/api/games/{view['id']}").json(), moves=1)
+        view = play_first_moves(client, client.get(f"/api/games/{view['id']}").json(), moves=1)
     # The same seed in a game of its own, on one worker, plays the same: both workers' opponents drew alike.
-    alone = play(
+    alone = play_first_moves(
         one, one.post("/api/games", json={"episode": "match", "seed": 3, "opponents": ["search:worlds=8"]}).json()
     )
     assert alone["scores"] == view["scores"]
@@ -144,7 +127,9 @@ def test_finished_games_are_listed_newest_first_with_their_replays(store_url, mo
     finished = []
     for seed in range(5):
         clock.now += 10
-        finished.append(play(client, client.post("/api/games", json={"seed": seed, "opponents": ["greedy"]}).json()))
+        finished.append(
+            play_first_moves(client, client.post("/api/games", json={"seed": seed, "opponents": ["greedy"]}).json())
+        )
     in_play = client.post("/api/games", json={"seed": 9, "opponents": ["greedy"]}).json()
     pages = [client.get(f"/api/replays?page={p}").json() for p in (1, 2, 3)]
     assert [p["total"] for p in pages] == [5, 5, 5] and pages[0]["pages"] == 3
@@ -173,7 +158,11 @@ def test_old_finished_games_are_pruned_by_age_and_by_count(store_url):
     ids = []
     for seed in range(4):
         clock.now += 30
-        ids.append(play(client, client.post("/api/games", json={"seed": seed, "opponents": ["random"]}).json())["id"])
+        ids.append(
+            play_first_moves(client, client.post("/api/games", json={"seed": seed, "opponents": ["random"]}).json())[
+                "id"
+            ]
+        )
     kept_in_play = client.post("/api/games", json={"seed": 7, "opponents": ["random"]}).json()["id"]
     assert games.prune() == 2  # the two oldest of four finished games: beyond the newest two
     assert [g["id"] for g in client.get("/api/replays").json()["games"]] == ids[:1:-1]
@@ -191,7 +180,7 @@ def test_pruning_by_count_keeps_exactly_the_newest_when_games_finish_at_the_same
     games = Games(Store(store_url, clock=clock), new_games_per_minute=0, keep_finished=2)
     client = TestClient(create_app(games))
     ids = [
-        play(client, client.post("/api/games", json={"seed": s, "opponents": ["random"]}).json())["id"]
+        play_first_moves(client, client.post("/api/games", json={"seed": s, "opponents": ["random"]}).json())["id"]
         for s in range(4)
     ]
     assert games.prune() == 2  # every game finished at the same moment: ties go by id
