@@ -142,6 +142,9 @@ def test_rllib_config_errors_name_the_key(tmp_path):
     path.write_text("colour: red\n")
     with pytest.raises(ValueError, match=r"unknown config key\(s\) colour"):
         RLlibConfig.load(path)
+    path.write_text("ppo:\n  anneal_learning_rate: true\n")
+    with pytest.raises(ValueError, match="ppo.anneal_learning_rate is for train"):
+        RLlibConfig.load(path)
 
 
 # -- faults: killed processes -------------------------------------------------------------------

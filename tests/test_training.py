@@ -64,6 +64,7 @@ def test_shipped_configs_are_valid():
         ({"eval": {"opponents": ["wizard"]}}, "unknown agent 'wizard'"),
         ({"eval": 5}, "eval must be a mapping"),
         ({"ppo": {"critic": "oracle"}}, "ppo.critic must be one of"),
+        ({"ppo": {"anneal_learning_rate": "yes"}}, "ppo.anneal_learning_rate must be bool, got 'yes'"),
         ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
         ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
         ({"eval": {"deals": 500, "max_deals": 400}}, r"eval\.max_deals \(400\) must be at least eval\.deals \(500\)"),
@@ -271,6 +272,34 @@ def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
     assert original.n_steps == 128
     for key, tensor in original.policy.state_dict().items():
         assert np.array_equal(tensor.numpy(), model.policy.state_dict()[key].numpy()), key
+
+
+def test_an_annealed_learning_rate_falls_to_zero_over_the_run_and_a_resume_carries_it_on(tmp_path, monkeypatch):
+    """Each update's step size with ppo.anneal_learning_rate: the rate times the share of the
+    run still to go (two rollouts of 256 steps in 512: a half, then zero); a run resumed from
+    its first checkpoint takes the second update's rate, not the first's again."""
+    from sb3_contrib import MaskablePPO
+
+    rates: list[float] = []
+    update = MaskablePPO.train
+
+    def spy(model):
+        update(model)
+        rates.append(model.policy.optimizer.param_groups[0]["lr"])
+
+    monkeypatch.setattr(MaskablePPO, "train", spy)
+    values = yaml.safe_load(TINY.read_text())
+    values = {**values, "ppo": {**values["ppo"], "learning_rate": 0.002, "anneal_learning_rate": True}}
+    values["pretrain"] = {"teacher": None}
+    config = tmp_path / "anneal.yaml"
+    config.write_text(yaml.safe_dump(values))
+    out = tmp_path / "run"
+    assert main(["train", "--config", str(config), "--out", str(out), "--quiet"]) == 0
+    assert rates == [pytest.approx(0.001), pytest.approx(0.0)]
+    rates.clear()
+    checkpoint = out / "checkpoints" / "ppo_256_steps.zip"
+    assert main(["train", "--config", str(config), "--out", str(out), "--quiet", "--resume", str(checkpoint)]) == 0
+    assert rates == [pytest.approx(0.0)]
 
 
 def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path):

@@ -34,6 +34,10 @@ class PPOConfig:
 
     learning_rate: float = 3e-4
     """Adam step size."""
+    anneal_learning_rate: bool = False
+    """The step size falls linearly from ``learning_rate`` to zero over ``total_timesteps``
+    (resumed runs carry on from where they stopped), so that the last updates settle the policy
+    instead of moving it as much as the first."""
     n_steps: int = 512
     """Transitions collected per env between updates."""
     batch_size: int = 256

@@ -61,7 +61,7 @@ class RLlibConfig:
     batch_size -> minibatch_size, net_arch and activation -> the module's fcnet layers, and
     n_steps (steps per env between updates) x envs_per_runner x env runners ->
     train_batch_size. RLlib's module has no asymmetric critic: ``ppo.critic`` must be
-    "observation".
+    "observation"; nor is ``ppo.anneal_learning_rate`` handed over (it must be false).
     """
 
     rules: str = "standard"
@@ -109,6 +109,8 @@ class RLlibConfig:
             raise ValueError(
                 'ppo.critic "full_information" is for train (MaskablePPO); train-rllib\'s critic reads the observation'
             )
+        if self.ppo.anneal_learning_rate:
+            raise ValueError("ppo.anneal_learning_rate is for train (MaskablePPO); train-rllib keeps ppo.learning_rate")
         unknown = [s for s in self.scripted if s not in SCRIPTED]
         if unknown:
             raise ValueError(f"scripted opponents must be among {SCRIPTED}, got {unknown}")

@@ -185,8 +185,8 @@ def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, 
         "policy_kwargs": policy_kwargs(config),
         "observation_space": env.observation_space,
         "action_space": env.action_space,
-        "lr_schedule": ConstantSchedule(config.ppo.learning_rate),
-        "learning_rate": config.ppo.learning_rate,
+        "lr_schedule": learning_rate_schedule(config),
+        "learning_rate": learning_rate_schedule(config),
         "clip_range": ConstantSchedule(config.ppo.clip_range),
         "clip_range_vf": None,
         "rollout_buffer_class": None,
@@ -615,12 +615,22 @@ def make_callbacks(
 # -- the run ----------------------------------------------------------------------------------
 
 
+def learning_rate_schedule(config: TrainConfig) -> Any:
+    """The PPO step size as SB3's schedule of the training's progress: ``ppo.learning_rate``
+    throughout, or falling linearly to zero (``ppo.anneal_learning_rate``). SB3 measures the
+    progress over the whole run, resumed or not: it counts the steps already taken."""
+    from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
+
+    rate = config.ppo.learning_rate
+    return LinearSchedule(rate, 0.0, 1.0) if config.ppo.anneal_learning_rate else ConstantSchedule(rate)
+
+
 def ppo_settings(config: TrainConfig) -> dict[str, Any]:
     """MaskablePPO's hyperparameters from the config's ``ppo`` section: what a fresh model is
     built with and what a resumed one takes over from its checkpoint."""
     p = config.ppo
     return {
-        "learning_rate": p.learning_rate,
+        "learning_rate": learning_rate_schedule(config),
         "n_steps": p.n_steps,
         "batch_size": p.batch_size,
         "n_epochs": p.n_epochs,
