@@ -926,6 +926,152 @@ def _read_vector_view(obs: dict[str, np.ndarray], rules: Rules, layout: Layout) 
     )
 
 
+@dataclass(frozen=True)
+class PublicViews:
+    """What each of k observing seats knows, as arrays (:func:`read_public_views`): row j
+    holds the facts of :func:`read_public_view`'s view of observation j, with tile and suit
+    sets as bool rows rather than int bitmasks (for compiled code, at any set's size), and -1
+    where the view has None (``ends`` before the opening, ``opening``, ``to_play``)."""
+
+    rules: Rules
+    hand: np.ndarray  # (k, T) bool
+    played: np.ndarray  # (k, T) bool
+    ends: np.ndarray  # (k, 2) int64: left, right
+    opening: np.ndarray  # (k,) int64: a tile index
+    leader: np.ndarray  # (k,) int64: a relative seat
+    to_play: np.ndarray  # (k,) int64: a relative seat
+    hand_counts: np.ndarray  # (k, n) int64: per relative seat
+    voids: np.ndarray  # (k, n, S) bool: relative seat r has shown it lacks suit v
+    passes: np.ndarray  # (k,) int64
+    scores: np.ndarray  # (k, sides) int64: per relative side
+    legal: np.ndarray  # (k, 2T+1) bool: the action masks
+
+    def __len__(self) -> int:
+        return len(self.hand)
+
+    def row(self, j: int) -> PublicView:
+        """Row ``j`` as a :class:`PublicView` (what :func:`read_public_view` reads from it alone)."""
+        left, right = self.ends[j].tolist()
+        return PublicView(
+            rules=self.rules,
+            hand=_bitmask(self.hand[j]),
+            ends=None if left < 0 else (left, right),
+            played=_bitmask(self.played[j]),
+            opening=None if self.opening[j] < 0 else int(self.opening[j]),
+            leader=int(self.leader[j]),
+            to_play=None if self.to_play[j] < 0 else int(self.to_play[j]),
+            hand_counts=tuple(self.hand_counts[j].tolist()),
+            voids=tuple(_bitmask(suits) for suits in self.voids[j]),
+            passes=int(self.passes[j]),
+            scores=tuple(self.scores[j].tolist()),
+            legal=tuple(np.flatnonzero(self.legal[j]).tolist()),
+        )
+
+
+def _bitmask(row: np.ndarray) -> int:
+    return sum(1 << i for i in np.flatnonzero(row).tolist())
+
+
+def _first_hit(rows: np.ndarray) -> np.ndarray:
+    """Each one-hot row's hit (its lowest, as :func:`_lowest_bit`), or -1 for a row of zeros."""
+    return np.where(rows.any(axis=-1), rows.argmax(axis=-1), -1)
+
+
+def read_public_views(
+    observations: np.ndarray, masks: np.ndarray, rules: Rules | str, observation: str = "vector"
+) -> PublicViews:
+    """What each observing seat knows, from k observations of one encoding (k, size) and their
+    action masks (k, 2T+1): :func:`read_public_view` of every row, with its checks (ValueError
+    names the first row out of range, and the piece). "vector" and "tracked" observations
+    are cut by numpy over the whole batch; "history" ones are replayed row by row.
+
+    Examples:
+        >>> from block_env import raw_env
+        >>> env = raw_env("standard")
+        >>> env.reset(seed=0)
+        >>> obs = env.observe(env.agent_selection)
+        >>> views = read_public_views(obs["observation"][None], obs["action_mask"][None], "standard")
+        >>> views.hand.sum(axis=1), views.ends, views.row(0) == read_public_view(obs, "standard")
+        (array([7]), array([[-1, -1]]), True)
+    """
+    rules = resolve_rules(rules)
+    layout = layout_for(rules, observation)
+    ts, k = rules.tile_set, len(observations)
+    buf = np.asarray(observations, dtype=np.float32)
+    legal = np.asarray(masks).astype(bool)
+    if buf.shape != (k, layout.size):
+        raise ValueError(
+            f"{k} {observation!r} observations of these rules are a ({k}, {layout.size}) array, got {buf.shape}"
+        )
+    if legal.shape != (k, ts.num_actions):
+        raise ValueError(f"the action masks of {k} observations are a ({k}, {ts.num_actions}) array, got {legal.shape}")
+    if observation == "history":
+        return _stack_views(
+            rules,
+            [read_public_view({"observation": o, "action_mask": m}, rules, observation) for o, m in zip(buf, legal)],
+            legal,
+        )
+    within = ((buf >= 0) & (buf <= layout.bounds)).all(axis=1)  # NaN fails both comparisons
+    for j in np.flatnonzero(~within)[:1].tolist():
+        try:
+            _checked_buffer(buf[j], layout)
+        except ValueError as e:
+            raise ValueError(f"observation row {j}: {e}") from None
+    shapes = {p.name: p.shape for p in layout.pieces}
+
+    def piece(name: str) -> np.ndarray:
+        return buf[:, layout.slices[name]].reshape(k, *shapes[name])
+
+    def one_hot(name: str) -> np.ndarray:
+        return _first_hit(piece(name) > 0.5)
+
+    ends = _first_hit(piece("ends") > 0.5)  # (k, 2)
+    ends[(ends < 0).any(axis=1)] = -1  # both ends or neither: None before the opening
+    return PublicViews(
+        rules=rules,
+        hand=piece("hand") > 0.5,
+        played=piece("played") > 0.5,
+        ends=ends,
+        opening=one_hot("opening"),
+        leader=np.maximum(one_hot("leader"), 0),  # 0 (the observer) with no leader shown, as read_public_view
+        to_play=one_hot("to_play"),
+        hand_counts=np.rint(piece("hand_counts")).astype(np.int64),
+        voids=piece("voids") > 0.5,
+        passes=np.rint(piece("passes")[:, 0]).astype(np.int64),
+        scores=np.rint(piece("scores").astype(np.float64) * rules.resolved_target).astype(np.int64),
+        legal=legal,
+    )
+
+
+def _stack_views(rules: Rules, views: Sequence[PublicView], legal: np.ndarray) -> PublicViews:
+    """Views read one by one, stacked as :class:`PublicViews`."""
+    ts, n = rules.tile_set, rules.num_players
+    k = len(views)
+
+    def bool_rows(bitmasks: Sequence[int], width: int) -> np.ndarray:
+        return np.array([[m >> i & 1 for i in range(width)] for m in bitmasks], dtype=bool).reshape(
+            len(bitmasks), width
+        )
+
+    def optional(values: Sequence[int | None]) -> np.ndarray:
+        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+
+    return PublicViews(
+        rules=rules,
+        hand=bool_rows([v.hand for v in views], ts.num_tiles),
+        played=bool_rows([v.played for v in views], ts.num_tiles),
+        ends=np.array([v.ends or (-1, -1) for v in views], dtype=np.int64).reshape(k, 2),
+        opening=optional([v.opening for v in views]),
+        leader=np.array([v.leader for v in views], dtype=np.int64),
+        to_play=optional([v.to_play for v in views]),
+        hand_counts=np.array([v.hand_counts for v in views], dtype=np.int64).reshape(k, n),
+        voids=bool_rows([m for v in views for m in v.voids], ts.num_suits).reshape(k, n, ts.num_suits),
+        passes=np.array([v.passes for v in views], dtype=np.int64),
+        scores=np.array([v.scores for v in views], dtype=np.int64).reshape(k, rules.num_sides),
+        legal=legal,
+    )
+
+
 def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, Any]:
     """What a public move list (seat, action) implies, from an empty line: ``ends``,
     ``played`` (sorted tiles), ``opening`` (tile or None), ``leader`` (seat or None),
