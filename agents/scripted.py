@@ -144,6 +144,10 @@ class StrategicAgent(Agent):
     ) -> None:
         super().__init__(rules, seed, observation)
         self.weights = weights or StrategyWeights()
+        # act_batch's constants: these rules' tiles and seats, and the weights as arrays (for the weights named first).
+        self._tables = tables(self.rules)
+        self._partner_and_opponents = _partner_and_opponents(self.rules)
+        self._kernel_weights: tuple = (None,)
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -160,19 +164,22 @@ class StrategicAgent(Agent):
         same order, the same tie-break), from the rows' views read at once
         (:func:`block_env.observations.read_public_views`). What a vector env's opponent calls."""
         views = read_public_views(observations, masks, self.rules, self.observation)
-        empty = np.flatnonzero(~views.legal.any(axis=1))
-        if len(empty):
-            raise ValueError(f"the action masks of rows {empty.tolist()} are all zeros: it is not those seats' turn")
-        w, t = self.weights, tables(self.rules)  # the weights read at each call: they may be replaced
-        partner, opponents = _partner_and_opponents(self.rules)
-        terms = (w.pips_near_lock, w.opponent_void, w.partner_void, w.partner_suit, w.sole_control)
-        lock_terms = (w.near_lock, w.block_win, w.block_loss, w.lighter_margin)
+        playing = views.legal.any(axis=1)
+        if not playing.all():
+            rows = np.flatnonzero(~playing).tolist()
+            raise ValueError(f"the action masks of rows {rows} are all zeros: it is not those seats' turn")
+        if self._kernel_weights[0] is not self.weights:  # weights may be replaced between calls
+            w = self.weights
+            terms = (w.pips_near_lock, w.opponent_void, w.partner_void, w.partner_suit, w.sole_control)
+            lock_terms = (w.near_lock, w.block_win, w.block_loss, w.lighter_margin)
+            self._kernel_weights = (w, *(np.array(x, dtype=np.float64) for x in (w.move_weights, terms, lock_terms)))
+        _, move_weights, terms, lock_terms = self._kernel_weights
+        t, (partner, opponents) = self._tables, self._partner_and_opponents
         moves = np.empty(len(views), dtype=np.int64)
         _strategic_moves(
             views.hand, views.played, views.ends, views.opening, views.leader, views.hand_counts, views.voids,
-            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents,
-            np.array(w.move_weights, dtype=np.float64), np.array(terms, dtype=np.float64),
-            np.array(lock_terms, dtype=np.float64), moves,
+            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents, move_weights, terms, lock_terms,
+            moves,
         )  # fmt: skip
         return moves
 

@@ -972,18 +972,13 @@ def _bitmask(row: np.ndarray) -> int:
     return sum(1 << i for i in np.flatnonzero(row).tolist())
 
 
-def _first_hit(rows: np.ndarray) -> np.ndarray:
-    """Each one-hot row's hit (its lowest, as :func:`_lowest_bit`), or -1 for a row of zeros."""
-    return np.where(rows.any(axis=-1), rows.argmax(axis=-1), -1)
-
-
 def read_public_views(
     observations: np.ndarray, masks: np.ndarray, rules: Rules | str, observation: str = "vector"
 ) -> PublicViews:
     """What each observing seat knows, from k observations of one encoding (k, size) and their
     action masks (k, 2T+1): :func:`read_public_view` of every row, with its checks (ValueError
-    names the first row out of range, and the piece). "vector" and "tracked" observations
-    are cut by numpy over the whole batch; "history" ones are replayed row by row.
+    names the first row out of range, and the piece). "vector" and "tracked" observations are
+    read in one compiled pass over the batch; "history" ones are replayed row by row.
 
     Examples:
         >>> from block_env import raw_env
@@ -996,7 +991,7 @@ def read_public_views(
     """
     rules = resolve_rules(rules)
     layout = layout_for(rules, observation)
-    ts, k = rules.tile_set, len(observations)
+    ts, n, k = rules.tile_set, rules.num_players, len(observations)
     buf = np.asarray(observations, dtype=np.float32)
     legal = np.asarray(masks).astype(bool)
     if buf.shape != (k, layout.size):
@@ -1005,71 +1000,109 @@ def read_public_views(
         )
     if legal.shape != (k, ts.num_actions):
         raise ValueError(f"the action masks of {k} observations are a ({k}, {ts.num_actions}) array, got {legal.shape}")
+    views = PublicViews(
+        rules=rules,
+        hand=np.empty((k, ts.num_tiles), dtype=bool),
+        played=np.empty((k, ts.num_tiles), dtype=bool),
+        ends=np.empty((k, 2), dtype=np.int64),
+        opening=np.empty(k, dtype=np.int64),
+        leader=np.empty(k, dtype=np.int64),
+        to_play=np.empty(k, dtype=np.int64),
+        hand_counts=np.empty((k, n), dtype=np.int64),
+        voids=np.empty((k, n, ts.num_suits), dtype=bool),
+        passes=np.empty(k, dtype=np.int64),
+        scores=np.empty((k, rules.num_sides), dtype=np.int64),
+        legal=legal,
+    )
     if observation == "history":
-        return _stack_views(
-            rules,
-            [read_public_view({"observation": o, "action_mask": m}, rules, observation) for o, m in zip(buf, legal)],
-            legal,
-        )
-    within = ((buf >= 0) & (buf <= layout.bounds)).all(axis=1)  # NaN fails both comparisons
-    for j in np.flatnonzero(~within)[:1].tolist():
+        for j, (o, m) in enumerate(zip(buf, legal)):
+            _write_view(views, j, read_public_view({"observation": o, "action_mask": m}, rules, observation))
+        return views
+    v = views
+    bad = _read_views_kernel(
+        buf, layout.bounds, _view_offsets(rules, observation), rules.resolved_target,
+        v.hand, v.played, v.ends, v.opening, v.leader, v.to_play, v.hand_counts, v.voids, v.passes, v.scores,
+    )  # fmt: skip
+    if bad >= 0:
         try:
-            _checked_buffer(buf[j], layout)
+            _checked_buffer(buf[bad], layout)
         except ValueError as e:
-            raise ValueError(f"observation row {j}: {e}") from None
-    shapes = {p.name: p.shape for p in layout.pieces}
-
-    def piece(name: str) -> np.ndarray:
-        return buf[:, layout.slices[name]].reshape(k, *shapes[name])
-
-    def one_hot(name: str) -> np.ndarray:
-        return _first_hit(piece(name) > 0.5)
-
-    ends = _first_hit(piece("ends") > 0.5)  # (k, 2)
-    ends[(ends < 0).any(axis=1)] = -1  # both ends or neither: None before the opening
-    return PublicViews(
-        rules=rules,
-        hand=piece("hand") > 0.5,
-        played=piece("played") > 0.5,
-        ends=ends,
-        opening=one_hot("opening"),
-        leader=np.maximum(one_hot("leader"), 0),  # 0 (the observer) with no leader shown, as read_public_view
-        to_play=one_hot("to_play"),
-        hand_counts=np.rint(piece("hand_counts")).astype(np.int64),
-        voids=piece("voids") > 0.5,
-        passes=np.rint(piece("passes")[:, 0]).astype(np.int64),
-        scores=np.rint(piece("scores").astype(np.float64) * rules.resolved_target).astype(np.int64),
-        legal=legal,
-    )
+            raise ValueError(f"observation row {bad}: {e}") from None
+    return views
 
 
-def _stack_views(rules: Rules, views: Sequence[PublicView], legal: np.ndarray) -> PublicViews:
-    """Views read one by one, stacked as :class:`PublicViews`."""
-    ts, n = rules.tile_set, rules.num_players
-    k = len(views)
+def _write_view(views: PublicViews, j: int, view: PublicView) -> None:
+    """Row ``j`` of ``views`` from one view."""
+    tiles = np.arange(views.hand.shape[1])
+    suits = np.arange(views.voids.shape[2])
+    views.hand[j] = view.hand >> tiles & 1
+    views.played[j] = view.played >> tiles & 1
+    views.ends[j] = view.ends or (-1, -1)
+    views.opening[j] = -1 if view.opening is None else view.opening
+    views.leader[j] = view.leader
+    views.to_play[j] = -1 if view.to_play is None else view.to_play
+    views.hand_counts[j] = view.hand_counts
+    views.voids[j] = [suit_set >> suits & 1 for suit_set in view.voids]
+    views.passes[j] = view.passes
+    views.scores[j] = view.scores
 
-    def bool_rows(bitmasks: Sequence[int], width: int) -> np.ndarray:
-        return np.array([[m >> i & 1 for i in range(width)] for m in bitmasks], dtype=bool).reshape(
-            len(bitmasks), width
-        )
 
-    def optional(values: Sequence[int | None]) -> np.ndarray:
-        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+#: The pieces :func:`_read_views_kernel` reads, in the order of its offsets.
+_VIEW_PIECES = ("hand", "played", "opening", "leader", "to_play", "voids", "ends", "hand_counts", "passes", "scores")
 
-    return PublicViews(
-        rules=rules,
-        hand=bool_rows([v.hand for v in views], ts.num_tiles),
-        played=bool_rows([v.played for v in views], ts.num_tiles),
-        ends=np.array([v.ends or (-1, -1) for v in views], dtype=np.int64).reshape(k, 2),
-        opening=optional([v.opening for v in views]),
-        leader=np.array([v.leader for v in views], dtype=np.int64),
-        to_play=optional([v.to_play for v in views]),
-        hand_counts=np.array([v.hand_counts for v in views], dtype=np.int64).reshape(k, n),
-        voids=bool_rows([m for v in views for m in v.voids], ts.num_suits).reshape(k, n, ts.num_suits),
-        passes=np.array([v.passes for v in views], dtype=np.int64),
-        scores=np.array([v.scores for v in views], dtype=np.int64).reshape(k, rules.num_sides),
-        legal=legal,
-    )
+
+@cache
+def _view_offsets(rules: Rules, observation: str) -> np.ndarray:
+    layout = layout_for(rules, observation)
+    offsets = np.array([layout.offset(name) for name in _VIEW_PIECES], dtype=np.int64)
+    offsets.flags.writeable = False
+    return offsets
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hit(row, start, width):  # pragma: no cover - compiled
+    """A one-hot run's hit (its first value above one half, as _lowest_bit), or -1 for none."""
+    for i in range(width):
+        if row[start + i] > 0.5:
+            return i
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _read_views_kernel(
+    buf, bounds, at, target, hand, played, ends, opening, leader, to_play, hand_counts, voids, passes, scores
+):  # pragma: no cover - compiled
+    """:func:`_read_vector_view` for every row of ``buf`` into the arrays of a PublicViews,
+    the pieces at offsets ``at`` (:data:`_VIEW_PIECES`). Returns the first row holding a value
+    outside ``[0, bounds]`` (NaN included), or -1."""
+    num_tiles, num_suits, n = hand.shape[1], voids.shape[2], hand_counts.shape[1]
+    bad = -1
+    for j in range(buf.shape[0]):
+        row = buf[j]
+        if bad < 0:
+            for c in range(row.shape[0]):
+                if not (row[c] >= 0 and row[c] <= bounds[c]):
+                    bad = j
+                    break
+        for t in range(num_tiles):
+            hand[j, t] = row[at[0] + t] > 0.5
+            played[j, t] = row[at[1] + t] > 0.5
+        opening[j] = _hit(row, at[2], num_tiles)
+        leader[j] = max(_hit(row, at[3], n), 0)  # 0 (the observer) with no leader shown
+        to_play[j] = _hit(row, at[4], n)
+        for r in range(n):
+            for v in range(num_suits):
+                voids[j, r, v] = row[at[5] + r * num_suits + v] > 0.5
+        left, right = _hit(row, at[6], num_suits), _hit(row, at[6] + num_suits, num_suits)
+        both = left >= 0 and right >= 0  # both ends or neither: None before the opening
+        ends[j, 0] = left if both else -1
+        ends[j, 1] = right if both else -1
+        for r in range(n):
+            hand_counts[j, r] = np.rint(row[at[7] + r])
+        passes[j] = np.rint(row[at[8]])
+        for side in range(scores.shape[1]):
+            scores[j, side] = np.rint(np.float64(row[at[9] + side]) * target)
+    return bad
 
 
 def replay_public(rules: Rules, moves: Sequence[tuple[int, int]]) -> dict[str, Any]:

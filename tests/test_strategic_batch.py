@@ -1,6 +1,6 @@
 """The strategic agent's batched move (``act_batch``: every game's views read at once, the
 moves scored in one compiled pass) against its ``act``, row for row, at every strategic turn of
-whole seeded rounds on every preset and in every encoding; the batched view decoder against the
+whole seeded matches on every preset and in every encoding; the batched view decoder against the
 one-observation decoder; the vector env playing strategic in batches."""
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ ROUNDING_WEIGHTS = StrategyWeights(
 
 def strategic_turns(rules: Rules, choices: int, seed: int = 0) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Every strategic turn's observation (in every encoding) and action mask, forced moves
-    included, in whole seeded rounds until strategic has had ``choices`` turns with two or more
-    legal moves: strategic at every other seat, a seeded random player at the rest (so that the
-    line goes where strategic would not take it)."""
-    env = raw_env(rules)
+    included, in whole seeded matches (rounds led by each rule's leader, scores that grow)
+    until strategic has had ``choices`` turns with two or more legal moves: strategic at every
+    other seat, a seeded random player at the rest (so that the line goes where strategic
+    would not take it)."""
+    env = raw_env(rules, episode="match")
     strategic = StrategicAgent(rules)
     rng = np.random.default_rng(seed)
     observations: dict[str, list[np.ndarray]] = {e: [] for e in ENCODINGS}
