@@ -35,6 +35,10 @@ class Agent(ABC):
     """
 
     name = "agent"
+    #: True when the agent's move is a function of the observation alone (it draws no random
+    #: numbers and keeps nothing between moves) and its ``act_batch`` chooses for each row what
+    #: ``act`` would: then one instance may play many games at once (the arena's lockstep play).
+    deterministic: bool = False
 
     def __init__(self, rules: Rules | str, seed: int | None = None, observation: str = "vector") -> None:
         self.rules = resolve_rules(rules)

@@ -7,6 +7,7 @@ deals gets a normal 95% interval (1.96 standard errors).
 
 - :mod:`~block_env.arena.config`: what to play (:class:`ArenaConfig`) and the seatings;
 - :mod:`~block_env.arena.deals`: one deal, every table and seating of it;
+- :mod:`~block_env.arena.lockstep`: many deals' episodes played at once, with the same records;
 - :mod:`~block_env.arena.play`: playing the deals (here, in worker processes or on Ray);
 - :mod:`~block_env.arena.records`: the records file that ``--resume`` continues from;
 - :mod:`~block_env.arena.stats` and :mod:`~block_env.arena.report`: the statistics, the
@@ -25,7 +26,7 @@ from block_env.arena.config import ArenaConfig, default_workers
 from block_env.arena.deals import play_deal, play_episode
 from block_env.arena.play import evaluate, evaluate_into, run_arena
 from block_env.arena.records import RECORDS_FILE
-from block_env.arena.report import AgentReport, ArenaReport, markdown, summarize, write_outputs
+from block_env.arena.report import AgentReport, ArenaReport, margins, markdown, summarize, write_outputs
 from block_env.arena.stats import Estimate, mean_ci
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "default_workers",
     "evaluate",
     "evaluate_into",
+    "margins",
     "markdown",
     "mean_ci",
     "play_deal",

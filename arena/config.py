@@ -73,5 +73,15 @@ def rotations(table: tuple[int, ...]) -> list[tuple[int, ...]]:
     return out
 
 
+def seatings(config: ArenaConfig) -> list[tuple[int, tuple[int, ...]]]:
+    """Every episode of one deal, as (table index, seating): each table of :func:`tables`
+    in each of its :func:`rotations`."""
+    return [
+        (index, seating)
+        for index, table in enumerate(tables(len(config.agents), config.rules))
+        for seating in rotations(table)
+    ]
+
+
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)

@@ -6,12 +6,14 @@ seed. The body of a worker process's task and of a Ray task (:mod:`block_env.are
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from block_env.aec import raw_env
 from block_env.agents import Agent, make_agent
-from block_env.arena.config import ArenaConfig, rotations, tables
+from block_env.arena.config import ArenaConfig, seatings
 from block_env.episodes import play_moves
+from block_env.rules import Rules
 from block_env.seeding import seat_seed
 
 
@@ -38,6 +40,14 @@ def play_episode(
     return episode
 
 
+@lru_cache(maxsize=4)
+def arena_env(rules: Rules, episode: str) -> raw_env:
+    """The env this process plays its arena episodes of ``rules`` and ``episode`` in: built once,
+    since building one (its spaces) costs more than playing a round in it, and every episode
+    starts with ``reset(seed)``. One per process: a process plays one episode at a time."""
+    return raw_env(rules, episode=episode, reward="points")
+
+
 def play_deal(
     config: ArenaConfig, deal: int, seed: int, agents: dict[str, Agent] | None = None
 ) -> list[dict[str, Any]]:
@@ -47,14 +57,13 @@ def play_deal(
     for spec in config.agents:
         if spec not in agents:
             agents[spec] = make_agent(spec, config.rules)
-    env = raw_env(config.rules, episode=config.episode, reward="points")
+    env = arena_env(config.rules, config.episode)
     records = []
-    for table_index, table in enumerate(tables(len(config.agents), config.rules)):
-        for seating in rotations(table):
-            seated = [agents[config.agents[a]] for a in seating]
-            names = [config.agents[a] for a in seating] if config.record else None
-            episode = play_episode(env, seated, seed, names)
-            records.append({"deal": deal, "table": table_index, "seating": list(seating), **episode})
+    for table_index, seating in seatings(config):
+        seated = [agents[config.agents[a]] for a in seating]
+        names = [config.agents[a] for a in seating] if config.record else None
+        episode = play_episode(env, seated, seed, names)
+        records.append({"deal": deal, "table": table_index, "seating": list(seating), **episode})
     return records
 
 

@@ -15,12 +15,17 @@ from typing import Any
 from block_env.agents import Agent
 from block_env.arena.config import ArenaConfig
 from block_env.arena.deals import play_deal
+from block_env.arena.lockstep import play_lockstep, supports
 from block_env.arena.records import RECORDS_FILE, append_deal, open_records
 from block_env.arena.report import ArenaReport, summarize, write_outputs
 from block_env.rules import Rules, resolve_rules
 from block_env.seeding import deal_seeds
 
 # -- playing (runs in worker processes) -------------------------------------------------------
+
+#: Deals played at once in lockstep (:mod:`block_env.arena.lockstep`): enough games per step
+#: that a network's forward pass and the batched engine's kernels are well filled.
+LOCKSTEP_DEALS = 256
 
 # Agents built once per worker process (a pool lives for one run_arena call, so a policy
 # file re-saved between runs is read again).
@@ -59,6 +64,11 @@ def run_arena(
     the deals a run with ``config.deals = first_deal`` (same seed) did not play, since the
     deal seeds of a shorter run are the first of a longer one's.
 
+    Without a records file, in this process (``config.workers == 1``) and for a config that
+    :func:`block_env.arena.lockstep.supports`, the deals are played :data:`LOCKSTEP_DEALS` at a
+    time in lockstep (:mod:`block_env.arena.lockstep`), with the same records as deal by deal;
+    with one, deal by deal, so that an interruption loses at most the deal being played.
+
     Examples:
         >>> from block_env.arena import ArenaConfig, summarize
         >>> config = ArenaConfig(agents=("greedy", "random"), deals=4, seed=1)
@@ -81,7 +91,8 @@ def run_arena(
     with bar as update:
         for _ in done:
             update()
-        for deal, records in _play(config, tasks, ray_address):
+        lockstep = records_path is None and supports(config)
+        for deal, records in _play(config, tasks, ray_address, lockstep):
             done[deal] = records
             if records_path is not None:
                 append_deal(Path(records_path), deal, records)
@@ -90,9 +101,13 @@ def run_arena(
 
 
 def _play(
-    config: ArenaConfig, tasks: list[tuple[ArenaConfig, int, int]], ray_address: str | None = None
+    config: ArenaConfig,
+    tasks: list[tuple[ArenaConfig, int, int]],
+    ray_address: str | None = None,
+    lockstep: bool = False,
 ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
-    """(deal, records) for each task as it finishes (in order, but on Ray)."""
+    """(deal, records) for each task as it finishes (in order, but on Ray); ``lockstep`` plays
+    them in lockstep when in this process."""
     if ray_address is not None:
         try:
             from block_env.arena.ray import play_on_ray
@@ -103,6 +118,11 @@ def _play(
         return
     if config.workers == 1:
         agents: dict[str, Agent] = {}
+        if lockstep:
+            for start in range(0, len(tasks), LOCKSTEP_DEALS):
+                deals = [(deal, seed) for _, deal, seed in tasks[start : start + LOCKSTEP_DEALS]]
+                yield from play_lockstep(config, deals, agents)
+            return
         for task in tasks:
             yield task[1], play_deal(*task, agents=agents)
         return

@@ -79,10 +79,22 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
                 rating_sigma=sigma,
             )
         )
+    return ArenaReport(
+        config=config, agents=reports, head_to_head=_head_to_head(names, margin_by_deal), records=records
+    )
+
+
+def margins(config: ArenaConfig, records: list[dict[str, Any]]) -> dict[str, dict[str, Estimate]]:
+    """:func:`summarize`'s ``head_to_head`` alone (each agent's points minus each other agent's per
+    round, over deals), without the rates and ratings: what a learning-curve point reads."""
+    return _head_to_head(list(config.agents), _outcomes(config, records)[1])
+
+
+def _head_to_head(names: list[str], margin_by_deal: Margins) -> dict[str, dict[str, Estimate]]:
     h2h: dict[str, dict[str, Estimate]] = {name: {} for name in names}
     for (a, b), deals in margin_by_deal.items():
         h2h[names[a]][names[b]] = mean_ci([sum(v) / len(v) for _, v in sorted(deals.items()) if v])
-    return ArenaReport(config=config, agents=reports, head_to_head=h2h, records=records)
+    return h2h
 
 
 def _outcomes(config: ArenaConfig, records: list[dict[str, Any]]) -> tuple[Outcomes, Margins, list[int]]:

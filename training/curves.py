@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from block_env.arena import ArenaConfig, Estimate, evaluate_into, run_arena, summarize
+from block_env.arena import ArenaConfig, Estimate, evaluate_into, margins, run_arena
 from block_env.files import save_atomically
 from block_env.rules import Rules
 
@@ -54,7 +54,7 @@ def head_to_head(
         )
         records += run_arena(arena, progress=progress, first_deal=played)
         played = target
-        estimate = summarize(arena, records).head_to_head[agent][opponent]
+        estimate = margins(arena, records)[agent][opponent]
         if halfwidth is None or max_deals is None or estimate.halfwidth <= halfwidth:
             return estimate
         if played >= max_deals:
