@@ -7,7 +7,9 @@
    the vector env plays random opponents), the scalar engine, and OpenSpiel's
    ``python_block_dominoes``.
 2. Learner steps/s (observations and masks) of the vector env against the single env,
-   against random opponents and against a frozen policy snapshot.
+   against random opponents and against a frozen policy snapshot; and of the vector env
+   against strategic opponents choosing for every waiting game in one call (``act_batch``)
+   and game by game (``act``).
 3. Memory per game of the batched state.
 
 Rows are interleaved in slices so that the shared machine's drifting speed hits every row
@@ -30,7 +32,7 @@ import numpy as np  # noqa: E402
 from bench_env import engine_round, open_spiel_round  # noqa: E402
 
 from block_env import Rules  # noqa: E402
-from block_env.agents import make_env, make_vector_env  # noqa: E402
+from block_env.agents import Agent, make_agent, make_env, make_vector_env  # noqa: E402
 from block_env.batched import BatchedGames, CompiledPolicies, random_legal_actions  # noqa: E402
 from block_env.observations import batch_encoder  # noqa: E402
 
@@ -116,6 +118,19 @@ def vector_env(games: int, opponents: list) -> Step:
     return step
 
 
+class GameByGame:
+    """An agent offered without its ``act_batch``: the vector env asks it game by game."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent, self.rules, self.observation = agent, agent.rules, agent.observation
+
+    def act(self, obs: dict) -> int:
+        return self.agent.act(obs)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.agent.reset(seed)
+
+
 def single_env(opponents: list) -> Step:
     env = make_env("standard", opponents=opponents)
     env.reset(seed=0)
@@ -194,6 +209,8 @@ def main() -> None:
             "single env vs random": single_env(["random"]),
             f"vector env vs policy snapshot, N={m}": vector_env(m, [snapshot]),
             "single env vs policy snapshot": single_env([snapshot]),
+            f"vector env vs strategic, N={m}": vector_env(m, ["strategic"]),
+            f"vector env vs strategic game by game, N={m}": vector_env(m, [GameByGame(make_agent("strategic", rules))]),
         }
         env_rows = interleaved(envs, args.seconds)
 
@@ -203,6 +220,9 @@ def main() -> None:
     compiled = engine_rows[f"batched engine, compiled random play, N={n}"][0]
     vec_random = env_rows[f"vector env vs random, N={m}"][0] / env_rows["single env vs random"][0]
     vec_policy = env_rows[f"vector env vs policy snapshot, N={m}"][0] / env_rows["single env vs policy snapshot"][0]
+    strategic = (
+        env_rows[f"vector env vs strategic, N={m}"][0] / env_rows[f"vector env vs strategic game by game, N={m}"][0]
+    )
     summary = [
         "| comparison | measured |",
         "|---|---:|",
@@ -214,6 +234,7 @@ def main() -> None:
         f"| batched + encoding + masks / scalar engine | {encoded / scalar:.1f}x |",
         f"| vector env / single env, learner steps/s vs random | {vec_random:.1f}x |",
         f"| vector env / single env, learner steps/s vs policy snapshot | {vec_policy:.1f}x |",
+        f"| vector env vs strategic, learner steps/s: in one call / game by game | {strategic:.1f}x |",
         f"| batched state, bytes per game | {memory_per_game(rules, n):,.0f} |",
     ]
     text = "\n\n".join(

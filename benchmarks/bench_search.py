@@ -1,6 +1,6 @@
 """Decision speed: decisions per second (and milliseconds per decision) of agents at their
 default budgets, on positions from real games with at least two legal moves, per preset.
-Agents that act in batch (policies and search: ``act_batch``) are also timed on all positions at once.
+Agents that act in batch (policies, search and strategic: ``act_batch``) are also timed on all positions at once.
 The last table gives each agent's time per decision as a fraction of the first spec's (search).
 
     python benchmarks/bench_search.py [--decisions 200] [--specs search pretrained:standard_vector]

@@ -7,8 +7,8 @@ learning seat; the other seats are played by opponents until the learner's next 
 Random and greedy opponents (a ``compiled_policy``, see :mod:`block_env.opponents`) and the
 learner's forced moves are played inside the batched engine's compiled loop, with no call per
 move. Other opponents with ``act_batch(observations, masks)`` (the :class:`BatchOpponent`
-protocol: frozen policy snapshots, search) act for every game waiting on them in one call; the
-rest (strategic) act game by game through ``act(obs)``.
+protocol: frozen policy snapshots, search, strategic) act for every game waiting on them in one
+call; the rest act game by game through ``act(obs)``.
 """
 
 from __future__ import annotations
