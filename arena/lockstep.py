@@ -32,6 +32,7 @@ from block_env.arena.config import ArenaConfig, seatings
 from block_env.arena.deals import arena_env
 from block_env.batched import END_NAMES, BatchedGames
 from block_env.observations import batch_encoder
+from block_env.opponents import BatchOpponent
 from block_env.seeding import seat_seed
 
 
@@ -91,7 +92,12 @@ def play_lockstep(
     # Who sits where (agent indices by episode and seat), and an instance of every agent that
     # cannot play all its games at once for each episode it plays, reset as play_episode does.
     seated = np.array([seating for *_, seating in episodes], dtype=np.int64)
-    together = [bool(agents[spec].deterministic) for spec in config.agents]
+    batched: dict[int, BatchOpponent] = {}
+    for a, spec in enumerate(config.agents):
+        agent = agents[spec]
+        if agent.deterministic and isinstance(agent, BatchOpponent):
+            batched[a] = agent
+    together = [a in batched for a in range(len(config.agents))]
     own: list[dict[int, Agent]] = []
     for _, seed, _, seating in episodes:
         mine = {a: make_agent(spec, rules) for a, spec in enumerate(config.agents) if not together[a] and a in seating}
@@ -111,10 +117,9 @@ def play_lockstep(
             rows = np.flatnonzero(movers == a)
             if not len(rows):
                 continue
-            agent = agents[spec]
-            observations = batch_encoder(rules, agent.observation)(games, live[rows], seats[rows])
-            if together[a]:
-                actions[rows] = agent.act_batch(observations, masks[rows])
+            observations = batch_encoder(rules, agents[spec].observation)(games, live[rows], seats[rows])
+            if a in batched:
+                actions[rows] = batched[a].act_batch(observations, masks[rows])
                 continue
             for j, row in enumerate(rows):
                 obs = {"observation": observations[j], "action_mask": masks[row].astype(np.int8)}
