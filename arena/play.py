@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from block_env.agents import Agent
-from block_env.arena.config import ArenaConfig
+from block_env.arena.config import ArenaConfig, seatings
 from block_env.arena.deals import play_deal
 from block_env.arena.lockstep import play_lockstep, supports
 from block_env.arena.records import RECORDS_FILE, append_deal, open_records
@@ -23,9 +23,11 @@ from block_env.seeding import deal_seeds
 
 # -- playing (runs in worker processes) -------------------------------------------------------
 
-#: Deals played at once in lockstep (:mod:`block_env.arena.lockstep`): enough games per step
-#: that a network's forward pass and the batched engine's kernels are well filled.
-LOCKSTEP_DEALS = 256
+#: Episodes played at once in lockstep (:mod:`block_env.arena.lockstep`; whole deals, at least
+#: one): enough games per step that a network's forward pass and the batched engine's kernels
+#: are well filled, few enough that agents built per episode (a search's caches: about 0.3 MB
+#: each) stay small.
+LOCKSTEP_GAMES = 512
 
 # Agents built once per worker process (a pool lives for one run_arena call, so a policy
 # file re-saved between runs is read again).
@@ -65,9 +67,10 @@ def run_arena(
     deal seeds of a shorter run are the first of a longer one's.
 
     Without a records file, in this process (``config.workers == 1``) and for a config that
-    :func:`block_env.arena.lockstep.supports`, the deals are played :data:`LOCKSTEP_DEALS` at a
-    time in lockstep (:mod:`block_env.arena.lockstep`), with the same records as deal by deal;
-    with one, deal by deal, so that an interruption loses at most the deal being played.
+    :func:`block_env.arena.lockstep.supports`, whole deals are played, :data:`LOCKSTEP_GAMES`
+    episodes at a time, in lockstep (:mod:`block_env.arena.lockstep`), with the same records
+    as deal by deal; with one, deal by deal, so that an interruption loses at most the deal
+    being played.
 
     Examples:
         >>> from block_env.arena import ArenaConfig, summarize
@@ -121,8 +124,9 @@ def _play(
         if lockstep:
             from threadpoolctl import threadpool_limits
 
-            for start in range(0, len(tasks), LOCKSTEP_DEALS):
-                deals = [(deal, seed) for _, deal, seed in tasks[start : start + LOCKSTEP_DEALS]]
+            chunk = max(1, LOCKSTEP_GAMES // len(seatings(config)))
+            for start in range(0, len(tasks), chunk):
+                deals = [(deal, seed) for _, deal, seed in tasks[start : start + chunk]]
                 # A network's batch is a few hundred rows: a second BLAS thread gains little on
                 # an idle machine, and waiting for a busy core it made a 300-row pass 9-30 ms, not 1 ms.
                 with threadpool_limits(1, user_api="blas"):
