@@ -74,6 +74,7 @@ class GreedyAgent(Agent):
 
     name = "greedy"
     observes = False  # act_batch reads the masks alone
+    deterministic = True
 
     def __init__(self, rules: Rules, seed: int | None = None, observation: str = "vector") -> None:
         super().__init__(rules, seed, observation)
@@ -138,6 +139,7 @@ class StrategicAgent(Agent):
     """
 
     name = "strategic"
+    deterministic = True  # a score of the observation alone: the arena may batch it
 
     def __init__(
         self, rules: Rules, seed: int | None = None, observation: str = "vector", weights: StrategyWeights | None = None
