@@ -9,8 +9,8 @@ import numpy as np
 from numba import njit
 
 from block_env.agents.base import Agent, Observation, legal_actions
-from block_env.batched import tables
-from block_env.engine import PublicView
+from block_env.batched import ends_after_move, follows_ends, tables
+from block_env.engine import PublicView, opponents_of, partner_of
 from block_env.observations import read_public_views
 from block_env.opponents import RandomOpponent
 from block_env.rules import Rules
@@ -47,6 +47,10 @@ def move_score(weights: MoveWeights, pips: int, double: bool, kept: int) -> floa
     ``weights`` (:data:`MoveWeights`). Greedy's rank, the strategic agent's first terms and the
     search's scripted playouts; their compiled kernel compiles this same function."""
     return weights[0] * pips + weights[1] * double + weights[2] * kept
+
+
+#: :func:`move_score` compiled, for the kernels of the strategic agent and the search's playouts.
+move_score_compiled = njit(cache=True, inline="always")(move_score)
 
 
 @cache
@@ -146,10 +150,7 @@ class StrategicAgent(Agent):
     ) -> None:
         super().__init__(rules, seed, observation)
         self.weights = weights or StrategyWeights()
-        # act_batch's constants: these rules' tiles and seats, and the weights as arrays (for the weights named first).
-        self._tables = tables(self.rules)
-        self._partner_and_opponents = _partner_and_opponents(self.rules)
-        self._kernel_weights: tuple = (None,)
+        self._tables = tables(self.rules)  # act_batch's constants: these rules' tiles
 
     def act(self, obs: Observation) -> int:
         legal = legal_actions(obs)
@@ -170,13 +171,9 @@ class StrategicAgent(Agent):
         if not playing.all():
             rows = np.flatnonzero(~playing).tolist()
             raise ValueError(f"the action masks of rows {rows} are all zeros: it is not those seats' turn")
-        if self._kernel_weights[0] is not self.weights:  # weights may be replaced between calls
-            w = self.weights
-            terms = (w.pips_near_lock, w.opponent_void, w.partner_void, w.partner_suit, w.sole_control)
-            lock_terms = (w.near_lock, w.block_win, w.block_loss, w.lighter_margin)
-            self._kernel_weights = (w, *(np.array(x, dtype=np.float64) for x in (w.move_weights, terms, lock_terms)))
-        _, move_weights, terms, lock_terms = self._kernel_weights
-        t, (partner, opponents) = self._tables, self._partner_and_opponents
+        move_weights, terms, lock_terms = _kernel_weights(self.weights)  # weights may be replaced between calls
+        t = self._tables
+        partner, opponents = _partner_and_opponents(self.rules)
         moves = np.empty(len(views), dtype=np.int64)
         _strategic_moves(
             views.hand, views.played, views.ends, views.opening, views.leader, views.hand_counts, views.voids,
@@ -237,14 +234,20 @@ class StrategicAgent(Agent):
 
 @cache
 def _partner_and_opponents(rules: Rules) -> tuple[int, np.ndarray]:
-    """:class:`PublicView`'s partner (-1: none) and opponents (relative seats), for the kernel."""
-    n = rules.num_players
-    view = PublicView(rules, 0, None, 0, None, 0, None, (0,) * n, (0,) * n, 0, (0,) * rules.num_sides, ())
-    return (-1 if view.partner is None else view.partner), np.array(view.opponents, dtype=np.int64)
+    """Seat 0's partner (-1: none) and opponents, as :class:`PublicView` reads them, for the kernel."""
+    partner = partner_of(rules, 0)
+    return (-1 if partner is None else partner), np.array(opponents_of(rules, 0), dtype=np.int64)
 
 
-#: The scripted agents' move score, compiled for the strategic kernel.
-_move_score = njit(cache=True, inline="always")(move_score)
+@cache
+def _kernel_weights(w: StrategyWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's weight arrays: the shared move weights, the other terms, the lock terms."""
+    terms = (w.pips_near_lock, w.opponent_void, w.partner_void, w.partner_suit, w.sole_control)
+    lock_terms = (w.near_lock, w.block_win, w.block_loss, w.lighter_margin)
+    arrays = [np.array(x, dtype=np.float64) for x in (w.move_weights, terms, lock_terms)]
+    for a in arrays:
+        a.flags.writeable = False  # shared by every agent with these weights
+    return arrays[0], arrays[1], arrays[2]
 
 
 @njit(cache=True, nogil=True)
@@ -303,22 +306,17 @@ def _strategic_moves(
                 continue
             i = b >> 1
             x, y = low[i], high[i]
-            if left < 0:  # the opening: its halves are the ends
-                new_left, new_right = x, y
-            elif b & 1:  # on the right end, which turns to the tile's other half
-                new_left, new_right = left, (y if x == right else x)
-            else:
-                new_left, new_right = (y if x == left else x), right
+            new_left, new_right = ends_after_move(left, right, x, y, b)
             mine = 0  # tiles I keep that follow the new ends
             others = 0  # unseen tiles that do: anyone else could follow with them
             for t in range(num_tiles):
-                if low[t] == new_left or high[t] == new_left or low[t] == new_right or high[t] == new_right:
+                if follows_ends(low[t], high[t], new_left, new_right):
                     if hand[j, t]:
                         if t != i:
                             mine += 1
                     elif not played[j, t]:
                         others += 1
-            score = _move_score(move_weights, x + y, x == y, mine)
+            score = move_score_compiled(move_weights, x + y, x == y, mine)
             if others <= near_lock:
                 score += pips_near_lock * (x + y)
             for e in range(1 if new_left == new_right else 2):

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from block_env.agents.scripted import move_score
-from block_env.batched import BatchedGames, BatchResults, next_random
+from block_env.agents.scripted import move_score_compiled
+from block_env.batched import BatchedGames, BatchResults, ends_after_move, follows_ends, next_random
 
 #: A playout policy: the moves of ``games`` (indices into a batch) given their legal masks.
 MoveChooser = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -60,10 +60,6 @@ def heuristic_moves(batch: BatchedGames, weights: tuple[float, float, float], ep
     return choose
 
 
-#: The scripted agents' move score, compiled for the playout kernel.
-_move_score = njit(cache=True, inline="always")(move_score)
-
-
 @njit(cache=True, nogil=True)
 def _playout_kernel(
     games, masks, weights, epsilon, rng_states, owner, left, right, current, low, high, actions
@@ -98,18 +94,12 @@ def _playout_kernel(
                 continue
             i = b >> 1
             x, y = low[i], high[i]
-            if left[g] < 0:
-                new_l, new_r = x, y
-            elif b & 1:
-                new_l, new_r = left[g], x + y - right[g]
-            else:
-                new_l, new_r = x + y - left[g], right[g]
+            new_l, new_r = ends_after_move(left[g], right[g], x, y, b)
             mine = 0
             for t in range(num_tiles):
-                if t != i and owner[g, t] == seat:
-                    if low[t] == new_l or high[t] == new_l or low[t] == new_r or high[t] == new_r:
-                        mine += 1
-            score = _move_score(weights, x + y, x == y, mine)
+                if t != i and owner[g, t] == seat and follows_ends(low[t], high[t], new_l, new_r):
+                    mine += 1
+            score = move_score_compiled(weights, x + y, x == y, mine)
             if score > best:
                 best = score
                 actions[j] = b

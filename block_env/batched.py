@@ -32,6 +32,7 @@ from functools import cache
 import numpy as np
 from numba import njit
 
+from block_env.engine import RoundResult
 from block_env.options import EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
 from block_env.validation import check_choice, check_int
@@ -172,6 +173,18 @@ class BatchResults:
         if not parts:
             return cls.empty(0, num_players, num_sides)
         return cls(**{name: np.concatenate([vars(p)[name] for p in parts]) for name in vars(parts[0])})
+
+    def result(self, k: int) -> RoundResult:
+        """Result ``k`` as the scalar engine's :class:`block_env.RoundResult` (-1 in the arrays: None)."""
+        return RoundResult(
+            end=END_NAMES[int(self.end[k])],
+            winner=None if self.winner[k] < 0 else int(self.winner[k]),
+            winning_side=None if self.winning_side[k] < 0 else int(self.winning_side[k]),
+            award=int(self.award[k]),
+            doubled=bool(self.doubled[k]),
+            hand_pips=tuple(self.hand_pips[k].tolist()),
+            side_pips=tuple(self.side_pips[k].tolist()),
+        )
 
     def head(self, k: int) -> BatchResults:
         """The first ``k`` results."""
@@ -736,15 +749,11 @@ def _move_kernel(
                 i = a >> 1
                 x, y = low[i], high[i]
                 if end_l < 0:
-                    left[g], right[g] = x, y
                     opening[g] = i
                     fitted_both = False
                 else:
                     fitted_both = (x == end_l or y == end_l) and (x == end_r or y == end_r)
-                    if a & 1:
-                        right[g] = x + y - end_r  # the end showing v turns to the tile's other half
-                    else:
-                        left[g] = x + y - end_l
+                left[g], right[g] = ends_after_move(end_l, end_r, x, y, a)
                 owner[g, i] = PLAYED
                 counts[g, seat] -= 1
                 passes[g] = 0
@@ -843,3 +852,21 @@ def shuffle_in_place(values, rng_state):  # pragma: no cover - compiled
         k = int(u * (i + 1))
         values[i], values[k] = values[k], values[i]
     return rng_state
+
+
+@njit(cache=True, inline="always")
+def ends_after_move(left, right, x, y, action):  # pragma: no cover - compiled
+    """The line's ends after placing tile (x, y) by ``action`` (not the pass) on ends ``left``,
+    ``right`` (-1: the opening), as :func:`block_env.tiles.ends_after`: the opening's halves
+    are the ends; a tile on an end showing v turns that end to the tile's other half."""
+    if left < 0:
+        return x, y
+    if action & 1:
+        return left, x + y - right
+    return x + y - left, right
+
+
+@njit(cache=True, inline="always")
+def follows_ends(x, y, left, right):  # pragma: no cover - compiled
+    """Whether tile (x, y) could be placed on an end showing ``left`` or ``right``."""
+    return x == left or y == left or x == right or y == right

@@ -159,11 +159,23 @@ class PublicView:
     @property
     def partner(self) -> int | None:
         """The partner's relative seat (opposite), or None without partnerships."""
-        return 2 if self.rules.partnership else None
+        return partner_of(self.rules, 0)
 
     @property
     def opponents(self) -> list[int]:
-        return [r for r in range(1, self.rules.num_players) if r != self.partner]
+        return opponents_of(self.rules, 0)
+
+
+def partner_of(rules: Rules, seat: int) -> int | None:
+    """The partner of ``seat`` (the seat opposite), or None without partnerships."""
+    return (seat + 2) % rules.num_players if rules.partnership else None
+
+
+def opponents_of(rules: Rules, seat: int) -> list[int]:
+    """The seats not on ``seat``'s side, in seat order from the next seat round the table
+    (relative seats 1, 2, ... for seat 0)."""
+    n = rules.num_players
+    return [(seat + r) % n for r in range(1, n) if rules.side_of((seat + r) % n) != rules.side_of(seat)]
 
 
 class Round:
