@@ -28,8 +28,8 @@ ACTOR_KEYS = ("mlp_extractor.policy_net.", "action_net.")
 CRITIC_KEYS = ("mlp_extractor.value_net.", "value_net.")
 POLICY_WEIGHTS = "policy.pth"
 FORMAT_VERSION = 1
-#: How close two logits are, relative to the larger, for a batched decision to be made again one
-#: row at a time (:meth:`PolicyAgent.act_batch`): far above the float32 rounding between a pass
+#: How close two logits are (this times one plus the larger's size) for a batched decision to be
+#: made again one row at a time (:meth:`PolicyAgent.act_batch`): far above the float32 rounding between a pass
 #: over many rows and one over a single row (about 1e-5 on the shipped agents' logits).
 NEAR_TIE = 1e-3
 
@@ -318,15 +318,17 @@ class PolicyAgent(Agent):
 
         A pass over many rows rounds differently from ``act``'s pass over one (the logits differ
         in their last bits), so a deterministic policy whose best two legal logits are within
-        :data:`NEAR_TIE` of each other (relative to the best) decides that row again alone,
-        as ``act`` does: its choices are exactly ``act``'s."""
+        ``NEAR_TIE * (1 + |best|)`` of each other (:data:`NEAR_TIE`) decides that row again
+        alone, as ``act`` does: its choices are exactly ``act``'s. ValueError for a row whose
+        mask is all zeros, as ``act``."""
         masks = np.asarray(masks, dtype=bool)
+        if not masks.any(axis=1).all():
+            raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
         logits = self.logits(observations)
         chosen = self._choose(logits, masks)
         if self.deterministic and masks.shape[1] > 1:
             best_two = np.partition(np.where(masks, logits, -np.inf), -2, axis=1)[:, -2:]
-            with np.errstate(invalid="ignore"):  # one legal move: -inf - -inf is no near tie
-                near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))
+            near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))  # one legal move: +inf
             for row in np.flatnonzero(near):
                 chosen[row] = self._choose(self.logits(np.asarray(observations)[row])[None], masks[row][None])[0]
         return chosen

@@ -5,6 +5,7 @@ seed. The body of a worker process's task and of a Ray task (:mod:`block_env.are
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -40,11 +41,15 @@ def play_episode(
     return episode
 
 
-@lru_cache(maxsize=4)
 def arena_env(rules: Rules, episode: str) -> raw_env:
-    """The env this process plays its arena episodes of ``rules`` and ``episode`` in: built once,
+    """The env this thread plays its arena episodes of ``rules`` and ``episode`` in: built once,
     since building one (its spaces) costs more than playing a round in it, and every episode
-    starts with ``reset(seed)``. One per process: a process plays one episode at a time."""
+    starts with ``reset(seed)``. One per thread, since an env plays one episode at a time."""
+    return _thread_env(rules, episode, threading.get_ident())
+
+
+@lru_cache(maxsize=8)
+def _thread_env(rules: Rules, episode: str, thread: int) -> raw_env:
     return raw_env(rules, episode=episode, reward="points")
 
 

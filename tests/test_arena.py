@@ -233,3 +233,26 @@ def test_encodings_and_rules_commands(capsys):
     assert "#### `vector`" in text and "| `voids` |" in text and "(4, 7)" in text
     assert main(["rules"]) == 0
     assert "house_3p" in capsys.readouterr().out
+
+
+def test_threads_play_deals_at_once_each_in_an_env_of_its_own():
+    """play_deal keeps one env per thread: four threads playing deals at the same time each
+    get an env of their own and the records the deals give one after another."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from block_env.arena.deals import arena_env
+
+    config = ArenaConfig(agents=("greedy", "random", "strategic"), rules="standard_3p", deals=1, seed=0)
+    start = threading.Barrier(4)  # every thread holds its env before any plays
+
+    def play_three(first: int) -> tuple[int, list]:
+        env = arena_env(config.rules, config.episode)
+        start.wait(timeout=30)
+        return id(env), [play_deal(config, deal, deal) for deal in range(first, first + 3)]
+
+    with ThreadPoolExecutor(4) as pool:
+        played = list(pool.map(play_three, [0, 3, 6, 9]))
+    assert len({env for env, _ in played}) == 4
+    assert [records for _, batch in played for records in batch] == [play_deal(config, d, d) for d in range(12)]
+    assert arena_env(config.rules, config.episode) is arena_env(config.rules, config.episode)

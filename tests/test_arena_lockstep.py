@@ -44,10 +44,30 @@ def test_lockstep_play_gives_each_deals_records_exactly(preset, agents):
     assert winners == set(range(len(agents)))
 
 
-def test_the_arena_plays_in_lockstep_without_a_records_file_and_deal_by_deal_with_one(tmp_path):
+def counting(monkeypatch, name: str) -> list[tuple]:
+    """The arguments of each call of ``block_env.arena.play``'s ``name``, as it plays."""
+    import block_env.arena.play as play
+
+    calls: list[tuple] = []
+    original = getattr(play, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(play, name, counted)
+    return calls
+
+
+def test_the_arena_plays_in_lockstep_without_a_records_file_and_deal_by_deal_with_one(tmp_path, monkeypatch):
     config = ArenaConfig(agents=("pretrained:standard_vector", "greedy", "random"), deals=30, seed=9)
     assert supports(config)
-    assert run_arena(config, progress=False) == run_arena(config, progress=False, records_path=tmp_path / "r.jsonl")
+    together, alone = counting(monkeypatch, "play_lockstep"), counting(monkeypatch, "play_deal")
+    in_lockstep = run_arena(config, progress=False)
+    assert sum(len(deals) for _, deals, *_ in together) == 30 and not alone
+    deal_by_deal = run_arena(config, progress=False, records_path=tmp_path / "r.jsonl")
+    assert len(together) == 1 and len(alone) == 30
+    assert in_lockstep == deal_by_deal
 
 
 @pytest.mark.parametrize(
@@ -58,12 +78,14 @@ def test_the_arena_plays_in_lockstep_without_a_records_file_and_deal_by_deal_wit
         ({"rules": "house"}, "first_lead='heaviest'"),
     ],
 )
-def test_configs_lockstep_does_not_lay_out_are_played_deal_by_deal(kwargs, reason):
+def test_configs_lockstep_does_not_lay_out_are_played_deal_by_deal(kwargs, reason, monkeypatch):
     config = ArenaConfig(**{"agents": ("greedy", "random"), "deals": 2, "seed": 1, **kwargs})
     assert not supports(config)
     with pytest.raises(ValueError, match=reason):
         play_lockstep(config, [(0, 3)])
+    together = counting(monkeypatch, "play_lockstep")
     records = run_arena(config, progress=False)
+    assert not together
     assert records == [r for deal, seed in enumerate(deal_seeds(1, 2)) for r in play_deal(config, deal, seed)]
 
 

@@ -276,8 +276,9 @@ def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
 
 def test_an_annealed_learning_rate_falls_to_zero_over_the_run_and_a_resume_carries_it_on(tmp_path, monkeypatch):
     """Each update's step size with ppo.anneal_learning_rate: the rate times the share of the
-    run still to go (two rollouts of 256 steps in 512: a half, then zero); a run resumed from
-    its first checkpoint takes the second update's rate, not the first's again."""
+    run still to go (three rollouts of 256 steps in 768: two thirds, a third, zero); a run
+    resumed from its first checkpoint takes the later updates' rates, not rates spread anew
+    over the steps it has left."""
     from sb3_contrib import MaskablePPO
 
     rates: list[float] = []
@@ -289,17 +290,17 @@ def test_an_annealed_learning_rate_falls_to_zero_over_the_run_and_a_resume_carri
 
     monkeypatch.setattr(MaskablePPO, "train", spy)
     values = yaml.safe_load(TINY.read_text())
-    values = {**values, "ppo": {**values["ppo"], "learning_rate": 0.002, "anneal_learning_rate": True}}
-    values["pretrain"] = {"teacher": None}
+    values = {**values, "ppo": {**values["ppo"], "learning_rate": 0.003, "anneal_learning_rate": True}}
+    values.update(total_timesteps=768, pretrain={"teacher": None})
     config = tmp_path / "anneal.yaml"
     config.write_text(yaml.safe_dump(values))
     out = tmp_path / "run"
     assert main(["train", "--config", str(config), "--out", str(out), "--quiet"]) == 0
-    assert rates == [pytest.approx(0.001), pytest.approx(0.0)]
+    assert rates == [pytest.approx(0.002), pytest.approx(0.001), pytest.approx(0.0)]
     rates.clear()
     checkpoint = out / "checkpoints" / "ppo_256_steps.zip"
     assert main(["train", "--config", str(config), "--out", str(out), "--quiet", "--resume", str(checkpoint)]) == 0
-    assert rates == [pytest.approx(0.0)]
+    assert rates == [pytest.approx(0.001), pytest.approx(0.0)]
 
 
 def test_checkpoints_with_unknown_pickled_entries_are_refused(tiny_run, tmp_path):
@@ -433,6 +434,9 @@ def test_policy_agent_acts_in_batch_as_one_by_one(tiny_run):
     batch = agent.act_batch(np.array(observations), np.array(masks))
     singles = [agent.act({"observation": o, "action_mask": m.astype(np.int8)}) for o, m in zip(observations, masks)]
     assert batch.tolist() == singles
+    masks[3][:] = False  # as act refuses a seat with no move, so does the batch
+    with pytest.raises(ValueError, match=r"rows \[3\] are all zeros"):
+        agent.act_batch(np.array(observations), np.array(masks))
 
 
 # -- the asymmetric critic (ppo.critic: full_information) --------------------------------------

@@ -36,7 +36,8 @@ class PPOConfig:
     """Adam step size."""
     anneal_learning_rate: bool = False
     """The step size falls linearly from ``learning_rate`` to zero over ``total_timesteps``
-    (resumed runs carry on from where they stopped), so that the last updates settle the policy
+    (a run resumed with the same total carries on from where it stopped; a new total spreads
+    the fall over it), so that the last updates settle the policy
     instead of moving it as much as the first."""
     n_steps: int = 512
     """Transitions collected per env between updates."""
