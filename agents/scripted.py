@@ -11,10 +11,9 @@ from numba import njit
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.batched import ends_after_move, follows_ends, tables
 from block_env.engine import PublicView, opponents_of, partner_of
-from block_env.observations import read_public_views
+from block_env.observations import PublicViews, read_public_views
 from block_env.opponents import RandomOpponent
 from block_env.rules import Rules
-from block_env.tiles import ends_after
 
 
 class RandomAgent(RandomOpponent, Agent):
@@ -153,83 +152,45 @@ class StrategicAgent(Agent):
         self._tables = tables(self.rules)  # act_batch's constants: these rules' tiles
 
     def act(self, obs: Observation) -> int:
-        legal = legal_actions(obs)
-        if len(legal) == 1:
-            return legal[0]
-        k = self.view(obs)
-        scores = [self.score(k, a) for a in legal]
-        best = max(scores)
-        return legal[scores.index(best)]
+        legal_actions(obs)  # refuses an all-zero mask
+        observation, mask = np.asarray(obs["observation"]), np.asarray(obs["action_mask"])
+        return int(self.act_batch(observation[None], mask[None])[0])  # one row of the batched move
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """A move for each of many games (rows of observations and their masks) in one
-        compiled pass: for every row the move ``act`` chooses (the same score, summed in the
-        same order, the same tie-break), from the rows' views read at once
+        compiled pass, the one ``act`` chooses for each, from the rows' views read at once
         (:func:`block_env.observations.read_public_views`). What a vector env's opponent calls."""
         views = read_public_views(observations, masks, self.rules, self.observation)
         playing = views.legal.any(axis=1)
         if not playing.all():
             rows = np.flatnonzero(~playing).tolist()
             raise ValueError(f"the action masks of rows {rows} are all zeros: it is not those seats' turn")
-        move_weights, terms, lock_terms = _kernel_weights(self.weights)  # weights may be replaced between calls
-        t = self._tables
-        partner, opponents = _partner_and_opponents(self.rules)
-        moves = np.empty(len(views), dtype=np.int64)
-        _strategic_moves(
-            views.hand, views.played, views.ends, views.opening, views.leader, views.hand_counts, views.voids,
-            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents, move_weights, terms, lock_terms,
-            moves,
-        )  # fmt: skip
-        return moves
+        return self._moves(views)
 
     def score(self, k: PublicView, action: int) -> float:
-        """How much this move agrees with the strategy tips (higher is better)."""
-        w = self.weights
-        rules = k.rules
-        ts = rules.tile_set
-        suits = ts.suit_masks
-        i = action >> 1
-        x, y = ts.tiles[i]
-        hand_after = k.hand & ~(1 << i)
-        ends = ends_after(ts, k.ends, action)
-        on_ends = suits[ends[0]] | suits[ends[1]]
-        mine_on_ends = (hand_after & on_ends).bit_count()
-        others_on_ends = (k.unseen & on_ends).bit_count()  # tiles anyone else could follow with
+        """How much this move (a tile action, legal in ``k`` or not) agrees with the strategy
+        tips (higher is better): what ``act`` and ``act_batch`` compare, in the same compiled code."""
+        if not 0 <= action < self.rules.tile_set.num_actions - 1:
+            raise ValueError(f"score rates tile moves (actions 0..{self.rules.tile_set.num_actions - 2}), got {action}")
+        scoring = PublicViews.of([k])
+        scoring.legal[:] = False
+        scoring.legal[0, action] = True
+        scores = np.empty(scoring.legal.shape)
+        _strategic_kernel(*self._kernel_args(scoring), np.empty(1, dtype=np.int64), scores)
+        return float(scores[0, action])
 
-        score = move_score(w.move_weights, x + y, x == y, mine_on_ends)
-        if others_on_ends <= w.near_lock:
-            score += w.pips_near_lock * (x + y)
-        new_ends = dict.fromkeys(ends)  # each value once, the left end's first (a fixed order of sums)
-        for v in new_ends:
-            score += w.opponent_void * sum(k.voids[o] >> v & 1 for o in k.opponents)
-            if k.partner is not None and k.voids[k.partner] >> v & 1:
-                score -= w.partner_void
-        if k.partner is not None and k.leader == k.partner and k.opening is not None:
-            score += w.partner_suit * sum(v in ts.tiles[k.opening] for v in new_ends)
-        if others_on_ends == 0:
-            if mine_on_ends == 0:  # nobody can follow: the line locks and the round blocks
-                score += w.block_win if self._lighter_than_everyone(k, hand_after, w.lighter_margin) else -w.block_loss
-            else:
-                score += w.sole_control
-        return score
+    def _moves(self, views: PublicViews) -> np.ndarray:
+        moves = np.empty(len(views), dtype=np.int64)
+        _strategic_kernel(*self._kernel_args(views), moves, np.empty((0, 0)))
+        return moves
 
-    @staticmethod
-    def _lighter_than_everyone(k: PublicView, hand_after: int, margin: float) -> bool:
-        """Is my side lighter than every other side, on the unseen-pip estimate?"""
-        rules = k.rules
-        unseen = k.unseen
-        unseen_tiles = unseen.bit_count()
-        per_tile = rules.tile_set.pips_of(unseen) / unseen_tiles if unseen_tiles else 0.0
-        n = rules.num_players
-        counts = list(k.hand_counts)
-        counts[0] = hand_after.bit_count()
-        estimate = [per_tile * counts[r] for r in range(n)]
-        estimate[0] = float(rules.tile_set.pips_of(hand_after))
-        sides = [0.0] * rules.num_sides
-        for r in range(n):
-            sides[rules.side_of(r)] += estimate[r]
-        mine = sides[0]
-        return all(mine < margin * other for other in sides[1:])
+    def _kernel_args(self, views: PublicViews) -> tuple:
+        t = self._tables
+        partner, opponents = _partner_and_opponents(self.rules)
+        return (
+            views.hand, views.played, views.ends, views.opening, views.leader, views.hand_counts, views.voids,
+            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents, *_kernel_weights(self.weights),
+        )  # fmt: skip
 
 
 @cache
@@ -251,7 +212,7 @@ def _kernel_weights(w: StrategyWeights) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 @njit(cache=True, nogil=True)
-def _strategic_moves(
+def _strategic_kernel(
     hand,
     played,
     ends,
@@ -270,14 +231,18 @@ def _strategic_moves(
     terms,
     lock_terms,
     moves,
+    scores,
 ):  # pragma: no cover - compiled
-    """:meth:`StrategicAgent.act` for each row of a batch of views: the best-scoring legal
-    move (:meth:`StrategicAgent.score`, the same terms added in the same order, so the same
-    floats), the first among equals; the only legal move as it is. ``terms``: pips near a
-    lock, opponent void, partner void, partner suit, sole control; ``lock_terms``: near lock,
-    block win, block loss, lighter margin."""
+    """The strategic agent's score of every legal tile move of each row of a batch of views
+    (the one place it is computed: :meth:`StrategicAgent.score`, ``move``, ``act`` and
+    ``act_batch`` all read it), and each row's move: the best-scoring legal move, the first
+    among equals; the only legal move as it is. With a ``scores`` array of the legal masks'
+    shape, every legal tile move is scored into it (the rest are left as they are).
+    ``terms``: pips near a lock, opponent void, partner void, partner suit, sole control;
+    ``lock_terms``: near lock, block win, block loss, lighter margin."""
     num_tiles = hand.shape[1]
     pass_action = legal.shape[1] - 1
+    every_score = scores.shape[0] > 0
     pips_near_lock, opponent_void, partner_void, partner_suit, sole_control = terms
     near_lock, block_win, block_loss, lighter_margin = lock_terms
     sides = np.zeros(num_sides)
@@ -286,7 +251,7 @@ def _strategic_moves(
         for b in range(pass_action + 1):
             if legal[j, b]:
                 count += 1
-        if count == 1:
+        if count == 1 and not every_score:
             moves[j] = np.argmax(legal[j])
             continue
         left, right = ends[j, 0], ends[j, 1]
@@ -300,7 +265,7 @@ def _strategic_moves(
                 unseen_tiles += 1
                 unseen_pips += low[t] + high[t]
         best = 0.0
-        moves[j] = -1
+        moves[j] = -1 if count > 1 else np.argmax(legal[j])
         for b in range(pass_action):
             if not legal[j, b]:
                 continue
@@ -319,7 +284,7 @@ def _strategic_moves(
             score = move_score_compiled(move_weights, x + y, x == y, mine)
             if others <= near_lock:
                 score += pips_near_lock * (x + y)
-            for e in range(1 if new_left == new_right else 2):
+            for e in range(1 if new_left == new_right else 2):  # each new end once, the left first
                 v = new_left if e == 0 else new_right
                 shown = 0
                 for o in opponents:
@@ -336,7 +301,8 @@ def _strategic_moves(
                         led += 1
                 score += partner_suit * led
             if others == 0:
-                if mine == 0:  # nobody can follow: the line locks; am I lighter than every other side?
+                if mine == 0:  # nobody can follow: the line locks; is my side lighter than every other?
+                    # My pips after the move against the unseen pips' mean per tile times each hand's count.
                     per_tile = unseen_pips / unseen_tiles if unseen_tiles else 0.0
                     sides[:] = 0.0
                     for r in range(len(side_of)):
@@ -347,6 +313,8 @@ def _strategic_moves(
                     score += block_win if lighter else -block_loss
                 else:
                     score += sole_control
-            if moves[j] < 0 or score > best:
+            if every_score:
+                scores[j, b] = score
+            if count > 1 and (moves[j] < 0 or score > best):
                 best = score
                 moves[j] = b

@@ -236,15 +236,12 @@ class SearchAgent(Agent):
         the public record, the same in every deal)."""
         if self.prior is None:
             return None
-        if isinstance(self.prior, PolicyAgent):
-            if self.prior.observation != self.observation:
-                assert self._encode is not None
-                games = self._batch(1)
-                self._lay_out(games, [k], world[None], [1])
-                obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
-            return legal.index(self.prior.act(obs))
-        scores = [self.prior.score(k, a) for a in legal]
-        return scores.index(max(scores))
+        if self.prior.observation != self.observation:  # a trained prior (strategic reads the search's)
+            assert self._encode is not None
+            games = self._batch(1)
+            self._lay_out(games, [k], world[None], [1])
+            obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
+        return legal.index(self.prior.act(obs))
 
     def _decide(self, values: list[list[float]], default: int | None) -> int:
         """The index of the move with the best mean value; with a prior's move (``default``),

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from block_env.batched import PLAYED, BatchedGames
+from block_env.batched import PLAYED, BatchedGames, ends_after_move
 from block_env.engine import PublicView, Round
 from block_env.options import ENCODINGS
 from block_env.rules import Rules, resolve_rules
@@ -552,10 +552,7 @@ def _tracking_kernel(
                 out[j, row * num_suits + right] = 1.0
             else:
                 out[j, row] = 1.0
-            if action & 1:
-                right = y if x == right else x
-            else:
-                left = y if x == left else x
+            left, right = ends_after_move(left, right, x, y, action)
 
 
 #: Batched writers of built-in pieces outside the compiled pass.
@@ -949,6 +946,40 @@ class PublicViews:
     def __len__(self) -> int:
         return len(self.hand)
 
+    @classmethod
+    def empty(cls, rules: Rules, k: int, legal: np.ndarray) -> PublicViews:
+        """Room for k views (``legal``: their (k, 2T+1) bool action masks), to be filled in."""
+        ts, n = rules.tile_set, rules.num_players
+        return cls(
+            rules=rules,
+            hand=np.empty((k, ts.num_tiles), dtype=bool),
+            played=np.empty((k, ts.num_tiles), dtype=bool),
+            ends=np.empty((k, 2), dtype=np.int64),
+            opening=np.empty(k, dtype=np.int64),
+            leader=np.empty(k, dtype=np.int64),
+            to_play=np.empty(k, dtype=np.int64),
+            hand_counts=np.empty((k, n), dtype=np.int64),
+            voids=np.empty((k, n, ts.num_suits), dtype=bool),
+            passes=np.empty(k, dtype=np.int64),
+            scores=np.empty((k, rules.num_sides), dtype=np.int64),
+            legal=legal,
+        )
+
+    @classmethod
+    def of(cls, views: Sequence[PublicView]) -> PublicViews:
+        """Views of one rules as rows (the inverse of :meth:`row`)."""
+        if not views:
+            raise ValueError("PublicViews.of needs at least one view (the rules are read from it)")
+        rules = views[0].rules
+        legal = np.zeros((len(views), rules.tile_set.num_actions), dtype=bool)
+        out = cls.empty(rules, len(views), legal)
+        for j, view in enumerate(views):
+            if view.rules != rules:
+                raise ValueError(f"view {j} is of {view.rules}, but view 0 is of {rules}")
+            legal[j, list(view.legal)] = True
+            _write_view(out, j, view)
+        return out
+
     def row(self, j: int) -> PublicView:
         """Row ``j`` as a :class:`PublicView` (what :func:`read_public_view` reads from it alone)."""
         left, right = self.ends[j].tolist()
@@ -991,8 +1022,12 @@ def read_public_views(
     """
     rules = resolve_rules(rules)
     layout = layout_for(rules, observation)
-    ts, n, k = rules.tile_set, rules.num_players, len(observations)
     buf = np.asarray(observations, dtype=np.float32)
+    if buf.ndim != 2:
+        raise ValueError(
+            f"observations are a batch, one row per observation (ndim 2); got ndim {buf.ndim}, shape {buf.shape}"
+        )
+    ts, k = rules.tile_set, len(buf)
     legal = np.asarray(masks).astype(bool)
     if buf.shape != (k, layout.size):
         raise ValueError(
@@ -1000,20 +1035,7 @@ def read_public_views(
         )
     if legal.shape != (k, ts.num_actions):
         raise ValueError(f"the action masks of {k} observations are a ({k}, {ts.num_actions}) array, got {legal.shape}")
-    views = PublicViews(
-        rules=rules,
-        hand=np.empty((k, ts.num_tiles), dtype=bool),
-        played=np.empty((k, ts.num_tiles), dtype=bool),
-        ends=np.empty((k, 2), dtype=np.int64),
-        opening=np.empty(k, dtype=np.int64),
-        leader=np.empty(k, dtype=np.int64),
-        to_play=np.empty(k, dtype=np.int64),
-        hand_counts=np.empty((k, n), dtype=np.int64),
-        voids=np.empty((k, n, ts.num_suits), dtype=bool),
-        passes=np.empty(k, dtype=np.int64),
-        scores=np.empty((k, rules.num_sides), dtype=np.int64),
-        legal=legal,
-    )
+    views = PublicViews.empty(rules, k, legal)
     if observation == "history":
         for j, (o, m) in enumerate(zip(buf, legal)):
             _write_view(views, j, read_public_view({"observation": o, "action_mask": m}, rules, observation))
@@ -1028,6 +1050,7 @@ def read_public_views(
             _checked_buffer(buf[bad], layout)
         except ValueError as e:
             raise ValueError(f"observation row {bad}: {e}") from None
+        raise ValueError(f"observation row {bad} is out of its pieces' ranges, but the one-row check passes it")
     return views
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import PASS, L, R, legal_ids, play, round_of, scripted_env
 
 from block_env import PRESETS, Match, RoundResult, Rules
-from block_env.engine import deal, heaviest_holding
+from block_env.engine import deal, heaviest_holding, opponents_of, partner_of
 from block_env.tiles import tile_set
 
 # -- Rules ---------------------------------------------------------------------------------
@@ -367,3 +367,15 @@ def test_the_smallest_hand_and_target_are_allowed_and_the_largest_hand_is_named(
         Rules(num_players=4, hand_size=8)
     with pytest.raises(ValueError, match=r"3 players x 10 tiles is more than the 28 tiles .* allowed 1\.\.9$"):
         Rules(num_players=3, hand_size=10)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_a_seats_partner_sits_opposite_and_its_opponents_are_the_other_sides_seats_in_turn(preset):
+    rules = Rules.preset(preset)
+    n = rules.num_players
+    for seat in range(n):
+        partner = partner_of(rules, seat)
+        assert partner == ((seat + 2) % n if rules.partnership else None)
+        in_turn = [(seat + r) % n for r in range(1, n)]
+        assert opponents_of(rules, seat) == [s for s in in_turn if rules.side_of(s) != rules.side_of(seat)]
+        assert partner is None or rules.side_of(partner) == rules.side_of(seat)

@@ -5,14 +5,16 @@ one-observation decoder; the vector env playing strategic in batches."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from block_env import PRESETS, Rules, raw_env
 from block_env.agents import StrategicAgent
 from block_env.agents.scripted import StrategyWeights
-from block_env.observations import read_public_view, read_public_views
-from block_env.opponents import BatchOpponent
+from block_env.observations import PublicViews, read_public_view, read_public_views
+from block_env.opponents import BatchOpponent, GameByGame
 from block_env.options import ENCODINGS
 from block_env.tiles import ends_after
 from block_env.vector_env import BlockDominoesVectorEnv
@@ -71,12 +73,14 @@ def test_the_batched_move_is_acts_move_in_every_row_of_every_preset_and_encoding
 
 def test_the_rows_compared_hold_ties_locks_sole_control_and_a_partners_lead():
     """The comparison above meets every branch of the score: moves tied for best (the first
-    wins), moves that lock the line (light or not), moves only the mover can follow, and
-    partnership turns after the partner led."""
-    seen = dict.fromkeys(["tie", "lock", "sole control", "partner led"], 0)
+    wins), moves that lock the line while lighter than everyone and while not, moves only the
+    mover can follow, and partnership turns after the partner led."""
+    seen = dict.fromkeys(["tie", "light lock", "heavy lock", "sole control", "partner led"], 0)
     for preset in ("standard", "standard_3p", "partnership"):
         rules = Rules.preset(preset)
         agent = StrategicAgent(rules)
+        # The same score without the lock's bonus or penalty: a lock scores above it when light.
+        no_lock_terms = StrategicAgent(rules, weights=dataclasses.replace(agent.weights, block_win=0, block_loss=0))
         ts = rules.tile_set
         observations, masks = strategic_turns(rules, choices=500)
         for o, m in zip(observations["vector"], masks):
@@ -89,8 +93,12 @@ def test_the_rows_compared_hold_ties_locks_sole_control_and_a_partners_lead():
             for a in legal:
                 new = ends_after(ts, k.ends, a)
                 on_ends = ts.suit_masks[new[0]] | ts.suit_masks[new[1]]
-                if not k.unseen & on_ends:
-                    seen["sole control" if k.hand & ~(1 << (a >> 1)) & on_ends else "lock"] += 1
+                if k.unseen & on_ends:
+                    continue
+                if k.hand & ~(1 << (a >> 1)) & on_ends:
+                    seen["sole control"] += 1
+                else:
+                    seen["light lock" if agent.score(k, a) > no_lock_terms.score(k, a) else "heavy lock"] += 1
             seen["partner led"] += k.partner is not None and k.leader == k.partner
     assert all(seen.values()), seen
 
@@ -103,7 +111,8 @@ def test_the_batched_views_are_the_one_observation_views(preset):
         views = read_public_views(observations[observation], masks, rules, observation)
         assert len(views) == len(masks)
         for j, (o, m) in enumerate(zip(observations[observation], masks)):
-            assert views.row(j) == read_public_view({"observation": o, "action_mask": m}, rules, observation)
+            view = read_public_view({"observation": o, "action_mask": m}, rules, observation)
+            assert views.row(j) == view and PublicViews.of([view]).row(0) == view
     empty = read_public_views(observations["vector"][:0], masks[:0], rules)
     assert len(empty) == 0 and empty.voids.shape == (0, rules.num_players, rules.tile_set.num_suits)
 
@@ -124,19 +133,11 @@ def test_bad_batches_are_refused_by_row_and_piece():
         agent.act_batch(observations["vector"][:, :-1], masks)
     with pytest.raises(ValueError, match=r"action masks of \d+ observations are a \(\d+, 57\) array"):
         agent.act_batch(observations["vector"], masks[:, :-1])
-
-
-class GameByGame:
-    """A strategic opponent without ``act_batch``: the vector env asks it game by game."""
-
-    def __init__(self, agent: StrategicAgent) -> None:
-        self.agent, self.rules, self.observation = agent, agent.rules, agent.observation
-
-    def act(self, obs):
-        return self.agent.act(obs)
-
-    def reset(self, seed=None):
-        self.agent.reset(seed)
+    with pytest.raises(ValueError, match=r"one row per observation \(ndim 2\); got ndim 1"):
+        agent.act_batch(observations["vector"][0], masks[:1])
+    k = read_public_view({"observation": observations["vector"][0], "action_mask": masks[0]}, rules)
+    with pytest.raises(ValueError, match=r"score rates tile moves \(actions 0..55\), got 56"):
+        agent.score(k, rules.tile_set.num_actions - 1)
 
 
 @pytest.mark.parametrize("preset", ["standard", "standard_4p", "partnership"])
