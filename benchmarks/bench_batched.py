@@ -32,9 +32,10 @@ import numpy as np  # noqa: E402
 from bench_env import engine_round, open_spiel_round  # noqa: E402
 
 from block_env import Rules  # noqa: E402
-from block_env.agents import Agent, make_agent, make_env, make_vector_env  # noqa: E402
+from block_env.agents import make_agent, make_env, make_vector_env  # noqa: E402
 from block_env.batched import BatchedGames, CompiledPolicies, random_legal_actions  # noqa: E402
 from block_env.observations import batch_encoder  # noqa: E402
+from block_env.opponents import GameByGame  # noqa: E402
 
 Step = Callable[[], tuple[int, int]]  # one call: (player actions, rounds finished)
 
@@ -116,19 +117,6 @@ def vector_env(games: int, opponents: list) -> Step:
         return games, int(terminated.sum())
 
     return step
-
-
-class GameByGame:
-    """An agent offered without its ``act_batch``: the vector env asks it game by game."""
-
-    def __init__(self, agent: Agent) -> None:
-        self.agent, self.rules, self.observation = agent, agent.rules, agent.observation
-
-    def act(self, obs: dict) -> int:
-        return self.agent.act(obs)
-
-    def reset(self, seed: int | None = None) -> None:
-        self.agent.reset(seed)
 
 
 def single_env(opponents: list) -> Step:

@@ -106,6 +106,35 @@ class RandomOpponent:
         return random_legal_actions(masks, self.batch_rng)
 
 
+class GameByGame:
+    """``opponent`` offered without its ``act_batch`` (and without a compiled policy): a vector
+    env asks it with ``act``, game by game. What batched play is compared and timed against.
+
+    Examples:
+        >>> isinstance(RandomOpponent(), BatchOpponent), isinstance(GameByGame(RandomOpponent()), BatchOpponent)
+        (True, False)
+    """
+
+    def __init__(self, opponent: Opponent) -> None:
+        self.opponent = opponent
+
+    @property
+    def rules(self) -> Rules | None:
+        """The rules ``opponent`` was built for, if it says (the env checks them)."""
+        return getattr(self.opponent, "rules", None)
+
+    @property
+    def observation(self) -> str | None:
+        """The encoding ``opponent`` reads, if it says (the env encodes its observations in it)."""
+        return getattr(self.opponent, "observation", None)
+
+    def act(self, obs: dict[str, np.ndarray]) -> int:
+        return self.opponent.act(obs)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.opponent.reset(seed)
+
+
 #: Turns an agent spec string into an Opponent (e.g. ``block_env.agents.AgentFactory``).
 OpponentFactory = Callable[[str], Opponent]
 
