@@ -30,7 +30,7 @@ import numpy as np
 from block_env.agents import Agent, make_agent
 from block_env.arena.config import ArenaConfig, seatings
 from block_env.arena.deals import arena_env
-from block_env.batched import END_NAMES, BatchedGames
+from block_env.batched import BatchedGames
 from block_env.observations import batch_encoder
 from block_env.opponents import BatchOpponent
 from block_env.seeding import seat_seed
@@ -46,8 +46,10 @@ def play_lockstep(
     config: ArenaConfig, deals: Sequence[tuple[int, int]], agents: dict[str, Agent] | None = None
 ) -> list[tuple[int, list[dict[str, Any]]]]:
     """(deal, records) for each (deal, seed), the records exactly :func:`play_deal`'s, all the
-    deals' episodes played at once; ``agents`` caches the built agents by spec across calls
-    (the ones that play every game at once). ValueError for a config :func:`supports` refuses."""
+    deals' episodes played at once; ``agents`` caches the built agents by spec across calls.
+    Only a deterministic agent there plays (all its games at once): for any other spec a fresh
+    instance is built for each episode, and the one in ``agents`` is not asked for a move.
+    ValueError for a config :func:`supports` refuses."""
     if not supports(config):
         raise ValueError(
             "lockstep play needs round episodes, no replays and a first lead by lot; "
@@ -117,24 +119,21 @@ def play_lockstep(
             rows = np.flatnonzero(movers == a)
             if not len(rows):
                 continue
-            observations = batch_encoder(rules, agents[spec].observation)(games, live[rows], seats[rows])
+            # An agent batched on its masks alone is given no observations (as by the vector env).
+            observes = a not in batched or getattr(agents[spec], "observes", True)
+            observations = None
+            if observes:
+                observations = batch_encoder(rules, agents[spec].observation)(games, live[rows], seats[rows])
             if a in batched:
                 actions[rows] = batched[a].act_batch(observations, masks[rows])
                 continue
+            assert observations is not None  # an agent asked game by game always observes
             for j, row in enumerate(rows):
                 obs = {"observation": observations[j], "action_mask": masks[row].astype(np.int8)}
                 actions[row] = own[live[row]][a].act(obs)
         ended = games.step(actions, live)
         for k, e in enumerate(ended.games):
-            rounds[e] = {
-                "end": END_NAMES[ended.end[k]],
-                "winner": None if ended.winner[k] < 0 else int(ended.winner[k]),
-                "winning_side": None if ended.winning_side[k] < 0 else int(ended.winning_side[k]),
-                "award": int(ended.award[k]),
-                "doubled": bool(ended.doubled[k]),
-                "hand_pips": [int(p) for p in ended.hand_pips[k]],
-                "side_pips": [int(p) for p in ended.side_pips[k]],
-            }
+            rounds[e] = ended.result(k).as_dict()
         live = live[~games.over[live]]
 
     out: dict[int, list[dict[str, Any]]] = {deal: [] for deal, _ in deals}

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from block_env import Rules, raw_env
-from block_env.agents import PRETRAINED_DIR, make_agent
-from block_env.agents.policy import build_policy, load_agent_metadata, load_policy_weights, save_agent
+from block_env.agents import make_agent
 from block_env.arena import ArenaConfig, play_deal, run_arena
 from block_env.arena.lockstep import play_lockstep, supports
 from block_env.seeding import deal_seeds
@@ -89,24 +88,23 @@ def test_configs_lockstep_does_not_lay_out_are_played_deal_by_deal(kwargs, reaso
     assert records == [r for deal, seed in enumerate(deal_seeds(1, 2)) for r in play_deal(config, deal, seed)]
 
 
-def test_a_policys_batched_choices_are_its_one_by_one_choices_even_on_near_ties(tmp_path):
-    """Each tile's right-end logit made the left-end one plus rounding-sized noise: a batched
-    forward pass then orders some such pairs otherwise than one row's pass does, and
+def test_a_policys_batched_choices_are_its_one_by_one_choices_even_on_near_ties(monkeypatch):
+    """Each tile's right-end logit made exactly its left-end one, and a pass over many rows
+    made to round them apart (the right end a rounding-sized step higher, as a batched pass
+    may): plain argmax over the batch then chooses otherwise than ``act`` on such rows, and
     ``act_batch`` still chooses what ``act`` chooses."""
-    import torch
-
     rules = Rules()
-    source = PRETRAINED_DIR / "standard_vector"
-    metadata = load_agent_metadata(source)
-    policy = build_policy(metadata)
-    load_policy_weights(source, policy)
-    with torch.no_grad():  # actions 2i and 2i + 1 place tile i on the left and the right end
-        weight, bias = policy.action_net.weight, policy.action_net.bias
-        noise = torch.randn(weight[1:-1:2].shape, generator=torch.Generator().manual_seed(0)) * 1e-7
-        weight[1:-1:2] = weight[0:-1:2] + noise
-        bias[1:-1:2] = bias[0:-1:2]
-    folder = save_agent(policy, tmp_path / "near_ties", rules, "vector", metadata["net_arch"], metadata["activation"])
-    agent = make_agent(f"policy:{folder}", rules)
+    agent = make_agent("pretrained:standard_vector", rules)
+    forward = agent.logits
+
+    def tied_logits(observations: np.ndarray) -> np.ndarray:
+        logits = np.array(forward(observations))  # actions 2i and 2i + 1: tile i on the left and the right end
+        logits[..., 1:-1:2] = logits[..., 0:-1:2]
+        if np.ndim(observations) == 2:  # many rows in one pass
+            logits[..., 1:-1:2] += 1e-6 * (1 + np.abs(logits[..., 0:-1:2]))
+        return logits
+
+    monkeypatch.setattr(agent, "logits", tied_logits)
 
     env = raw_env(rules)
     observations, masks = [], []

@@ -5,24 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from block_env import PRESETS, Match, Round, RoundResult
-from block_env.batched import END_NAMES, PLAYED, BatchedGames, BatchResults
+from block_env import PRESETS, Match, Round
+from block_env.batched import PLAYED, BatchedGames
 from block_env.engine import next_lead
 from block_env.observations import batch_encoder, encoder
 from block_env.options import ENCODINGS, EPISODES, REWARDS
-
-
-def result_of(results: BatchResults, j: int) -> RoundResult:
-    """Result j of a batch as the scalar engine's RoundResult (-1 means None in the arrays)."""
-    return RoundResult(
-        end=END_NAMES[int(results.end[j])],
-        winner=None if results.winner[j] < 0 else int(results.winner[j]),
-        winning_side=None if results.winning_side[j] < 0 else int(results.winning_side[j]),
-        award=int(results.award[j]),
-        doubled=bool(results.doubled[j]),
-        hand_pips=tuple(results.hand_pips[j].tolist()),
-        side_pips=tuple(results.side_pips[j].tolist()),
-    )
 
 
 def hands_of(games: BatchedGames, game: int) -> list[int]:
@@ -90,7 +77,7 @@ def test_batched_engine_and_encoders_agree_with_the_scalar_ones_move_for_move(pr
             if result is None:
                 continue
             j = ended[i]
-            assert result_of(results, j) == result
+            assert results.result(j) == result
             assert games.scores[i].tolist() == match.scores
             over = episode == "round" or match.is_over
             assert results.episode_over[j] == over
@@ -249,5 +236,5 @@ def test_compiled_play_makes_legal_moves_and_scores_as_the_scalar_engine(preset)
                 assert games.move_seats[g, m] == rnd.current
                 assert int(games.moves[g, m]) in rnd.legal_actions()
                 result = rnd.step(int(games.moves[g, m]))
-            assert result is not None and result_of(results, j) == result
+            assert result is not None and results.result(j) == result
         games.advance(results.games)
