@@ -176,20 +176,23 @@ class StrategicAgent(Agent):
         scoring.legal[:] = False
         scoring.legal[0, action] = True
         scores = np.empty(scoring.legal.shape)
-        _strategic_kernel(*self._kernel_args(scoring), np.empty(1, dtype=np.int64), scores)
+        self._kernel(scoring, np.empty(1, dtype=np.int64), scores)
         return float(scores[0, action])
 
     def _moves(self, views: PublicViews) -> np.ndarray:
         moves = np.empty(len(views), dtype=np.int64)
-        _strategic_kernel(*self._kernel_args(views), moves, np.empty((0, 0)))
+        self._kernel(views, moves, np.empty((0, 0)))
         return moves
 
-    def _kernel_args(self, views: PublicViews) -> tuple:
+    def _kernel(self, views: PublicViews, moves: np.ndarray, scores: np.ndarray) -> None:
+        """:func:`_strategic_kernel` over ``views`` with these rules' tables and these weights."""
         t = self._tables
         partner, opponents = _partner_and_opponents(self.rules)
-        return (
+        move_weights, terms, lock_terms = _kernel_weights(self.weights)
+        _strategic_kernel(
             views.hand, views.played, views.ends, views.opening, views.leader, views.hand_counts, views.voids,
-            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents, *_kernel_weights(self.weights),
+            views.legal, t.low, t.high, t.side_of, t.num_sides, partner, opponents, move_weights, terms, lock_terms,
+            moves, scores,
         )  # fmt: skip
 
 
