@@ -307,24 +307,6 @@ def test_a_guided_search_reading_another_encoding_writes_its_priors_input_and_pl
     assert decided > 20 and scored
 
 
-def test_a_belief_search_is_a_batched_opponent_of_the_vector_env():
-    """Each game's moves come from its own "history" observation, so one belief search decides
-    for every waiting game at once: partnership rounds of three games played to their ends,
-    every learner move legal, every opponent move accepted by the engine."""
-    from block_env.agents import make_vector_env
-
-    envs = make_vector_env(
-        3, "partnership", opponents=["search:worlds=4,prior=pretrained:partnership_vector,belief=prior"]
-    )
-    envs.reset(seed=0)
-    rounds = 0
-    for _ in range(40):
-        masks = envs.action_masks()
-        _, _, terminated, _, _ = envs.step(masks.argmax(axis=1))
-        rounds += int(terminated.sum())
-    assert rounds >= 3
-
-
 def test_guided_search_plays_legal_moves_with_three_players():
     rules = Rules.preset("standard_3p")
     env = raw_env(rules)

@@ -173,10 +173,11 @@ def test_the_real_deal_is_among_the_likeliest_of_the_sampled_deals(preset):
     assert np.median(likelier) < 0.2
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", ("partnership", *PRESETS))
 def test_an_inferring_search_is_a_batched_opponent_of_the_vector_env(preset):
-    """One inferring search decides for every waiting game at once, each from its own history:
-    rounds of three games played to their ends, every opponent move accepted by the engine."""
+    """One inferring search decides for every waiting game at once, each from its own history
+    (its "history" observation): rounds of three games played to their ends, every learner move
+    legal, every opponent move accepted by the engine."""
     from block_env.agents import make_vector_env
 
     envs = make_vector_env(3, preset, opponents=[f"search:worlds=4,prior={_prior(preset)},belief=prior"])
