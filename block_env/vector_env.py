@@ -24,6 +24,7 @@ from gymnasium.vector.utils import batch_space
 
 from block_env.aec import parse_reset_options
 from block_env.batched import DECISION, EXTERNAL, BatchedGames, BatchResults, CompiledPolicies
+from block_env.engine import partner_of
 from block_env.observations import BatchEncoder, batch_encoder, layout_for, privileged_layout
 from block_env.opponents import (
     BatchOpponent,
@@ -93,6 +94,13 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     information while the actor reads only the first ``layout_for(rules, observation).size``
     values. Opponents still observe the player encoding.
 
+    ## Partner
+    With partnership rules every opponent seat, the learner's partner's included, draws from
+    the pool at each new episode. ``partner`` (an agent spec or object; :meth:`set_partner`
+    changes it) seats one agent opposite the learner in every game instead, and only the two
+    seats of the other side draw from the pool: a copy of the learner, so that both seats of
+    its side play its policy as in the arena, or the agent it should learn to play beside.
+
     Examples:
         >>> import gymnasium, block_env
         >>> envs = gymnasium.make_vec(block_env.GYM_ID, num_envs=4, vectorization_mode="vector_entry_point", opponents=["greedy"])
@@ -118,6 +126,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         illegal_action: str = "raise",
         opponent_factory: OpponentFactory | None = None,
         privileged: bool = False,
+        partner: str | Opponent | None = None,
     ) -> None:
         self.rules = resolve_rules(rules)
         check_choice("episode", episode, EPISODES)
@@ -139,7 +148,20 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.skip_forced = skip_forced
         self.illegal_action = illegal_action
         self.opponent_factory = opponent_factory
+        if partner is not None and not self.rules.partnership:
+            raise ValueError(
+                f"partner: only partnership rules seat a partner, these rules have {self.rules.num_players} players "
+                "each for themselves"
+            )
+        self.seats = np.zeros(self.num_envs, dtype=np.int64)  # each game's learner seat
+        self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)  # pool index per seat
+        partners = [partner_of(self.rules, seat) for seat in range(n)]
+        self._partner_of = np.array(partners) if self.rules.partnership else None
+        self.partner: Opponent | None = None
+        self._drawn: list[Opponent] = []
         self.set_opponents(opponents)
+        if partner is not None:
+            self.set_partner(partner)
         self.privileged = privileged
         layout = privileged_layout(self.rules, observation) if privileged else layout_for(self.rules, observation)
         self._encode_learner = (
@@ -149,8 +171,6 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.single_action_space = spaces.Discrete(self.rules.tile_set.num_actions)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.seats = np.zeros(self.num_envs, dtype=np.int64)  # each game's learner seat
-        self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)  # pool index per seat
         self._side_of = np.array([self.rules.side_of(s) for s in range(n)])
         self._masks: np.ndarray | None = None
 
@@ -159,9 +179,24 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
     def set_opponents(self, opponents: Sequence[str | Opponent]) -> None:
         """Replace the opponent pool. Games mid-episode keep each seat's pool index (modulo
         the new pool's size); every new episode draws its opponents from the new pool."""
-        pool = resolve_opponents(opponents, self.opponent_factory, self.rules)
-        if hasattr(self, "seat_opponents"):
-            self.seat_opponents %= len(pool)
+        self._drawn = resolve_opponents(opponents, self.opponent_factory, self.rules)
+        self._build_pool()
+
+    def set_partner(self, partner: str | Opponent | None) -> None:
+        """Seat ``partner`` (an agent spec or object) opposite the learner in every game, from
+        now on, mid-episode games included; None draws the partner from the pool again at each
+        new episode. Partnership rules only (the constructor's ``partner``)."""
+        if self._partner_of is None:
+            raise ValueError("set_partner: only partnership rules seat a partner")
+        self.partner = None if partner is None else resolve_opponents([partner], self.opponent_factory, self.rules)[0]
+        self._build_pool()
+
+    def _build_pool(self) -> None:
+        """``self.opponents``: the drawn pool, then the fixed partner (if any) as its last entry."""
+        pool = [*self._drawn, *([self.partner] if self.partner is not None else [])]
+        self.seat_opponents %= len(self._drawn)
+        if self.partner is not None:
+            self.seat_opponents[np.arange(self.num_envs), self._partner_of[self.seats]] = len(self._drawn)
         self.opponents = pool
         compiled = [compiled_policy(o) for o in pool]
         # Pool index -> row of the compiled policies (-1: the opponent acts through Python).
@@ -273,7 +308,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             self.seats[games] = self.np_random.integers(n, size=k)
         else:
             self.seats[games] = self.learner_seat
-        self.seat_opponents[games] = self.np_random.integers(len(self.opponents), size=(k, n))
+        self.seat_opponents[games] = self.np_random.integers(len(self._drawn), size=(k, n))
+        if self.partner is not None:
+            self.seat_opponents[games, self._partner_of[self.seats[games]]] = len(self._drawn)
 
     def _play_until_learner(self, games: np.ndarray, step: _Step) -> None:
         """Play the opponents' moves (and the learner's forced ones) in ``games`` until each

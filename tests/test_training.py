@@ -84,6 +84,10 @@ def test_shipped_configs_are_valid():
         ({"expert": {"targets": "moves"}}, "expert.targets must be one of"),
         ({"expert": {"eval_opponent": "human"}}, "expert.eval_opponent cannot be 'human'"),
         ({"expert": {"rounds": 1, "eval_opponent": "search:worlds=0"}}, r"expert\.eval_opponent: search worlds"),
+        ({"opponents": {"partner": "learner"}}, "opponents.partner: only partnership rules seat a partner"),
+        ({"rules": "partnership", "opponents": {"partner": "human"}}, r"opponents\.partner cannot be 'human'"),
+        ({"rules": "partnership", "opponents": {"partner": "wizard"}}, "unknown agent 'wizard'"),
+        ({"rules": "partnership", "opponents": {"partner": "learner"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
     ],
 )
 def test_config_validation_names_the_key(values, message):
@@ -188,6 +192,36 @@ def test_training_on_a_sharded_env_swaps_snapshots_into_every_shard(tmp_path):
     assert summary["timesteps"] == 512 and not summary["interrupted"]
     assert len(list((tmp_path / "sharded" / "snapshots").iterdir())) == 2
     assert (tmp_path / "sharded" / "final" / "agent.json").is_file()
+
+
+@pytest.mark.parametrize("partner", ["learner", "greedy"])
+def test_a_partnership_learner_trains_beside_its_own_copy_or_a_fixed_partner(partner, tmp_path, monkeypatch):
+    """opponents.partner: a fixed partner is seated once; the learner's copy is seated at every
+    rollout with the weights that collect it (the first: the starting policy, step_0)."""
+    import torch
+
+    from block_env.training.train import train
+    from block_env.vector_env import BlockDominoesVectorEnv
+
+    seated = []
+
+    def spy(env, spec):
+        copy = spec.removeprefix("policy:") + "/policy.pth" if spec.startswith("policy:") else None
+        seated.append((spec, copy and torch.load(copy, weights_only=True)))
+        set_partner(env, spec)
+
+    set_partner = BlockDominoesVectorEnv.set_partner
+    monkeypatch.setattr(BlockDominoesVectorEnv, "set_partner", spy)
+    changes = {"rules": "partnership", "pretrain": {"teacher": None}, "opponents": {"partner": partner}}
+    train(load_config(TINY, changes), tmp_path / "run", progress=False)
+    if partner == "greedy":
+        assert [spec for spec, _ in seated] == ["greedy"] and not (tmp_path / "run" / "partner").exists()
+        return
+    assert [spec for spec, _ in seated] == [f"policy:{tmp_path / 'run' / 'partner'}"] * 2  # 512 steps, 2 rollouts
+    start = torch.load(tmp_path / "run" / "step_0" / "policy.pth", weights_only=True)
+    first, second = seated[0][1], seated[1][1]
+    assert all(torch.equal(start[k], first[k]) for k in start)
+    assert not all(torch.equal(first[k], second[k]) for k in first)  # learned in between
 
 
 def test_curve_points_play_deals_until_the_interval_is_narrow_enough(tiny_run):

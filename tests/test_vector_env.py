@@ -271,3 +271,47 @@ def test_a_shards_error_is_raised_in_the_parent_with_its_message():
         assert sharded.action_masks().shape == (4, 57)
     finally:
         sharded.close()
+
+
+class CountingOpponent:
+    """Plays the first legal move and counts its decisions."""
+
+    def __init__(self) -> None:
+        self.decisions = 0
+
+    def act(self, obs) -> int:
+        self.decisions += 1
+        return int(np.flatnonzero(obs["action_mask"])[0])
+
+    def reset(self, seed=None) -> None:
+        pass
+
+
+def test_a_partner_sits_opposite_the_learner_in_every_game_and_the_other_side_draws_from_the_pool():
+    partner, drawn = CountingOpponent(), [CountingOpponent(), CountingOpponent()]
+    vec = make_vector_env(64, "partnership", opponents=drawn, partner=partner)
+    assert vec.opponents[-1] is partner and len(vec.opponents) == 3
+    vec.reset(seed=3)
+    rng = np.random.default_rng(0)
+    games = np.arange(vec.num_envs)
+    for _ in range(40):  # through several episodes (same-step autoreset redraws the seats)
+        seats = vec.seats.copy()
+        assert (vec.seat_opponents[games, (seats + 2) % 4] == 2).all()  # the partner's seat
+        for side in (1, 3):  # the other side: the pool only, never the partner
+            assert (vec.seat_opponents[games, (seats + side) % 4] < 2).all()
+        masks = vec.action_masks()
+        vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+    assert partner.decisions > 0 and all(o.decisions > 0 for o in drawn)
+
+    vec.set_partner(None)  # back to drawing the partner from the pool
+    vec.reset(seed=4)
+    assert vec.opponents == drawn
+    assert (vec.seat_opponents < 2).all() and (vec.seat_opponents[games, (vec.seats + 2) % 4] == 1).any()
+
+
+def test_a_partner_needs_partnership_rules():
+    with pytest.raises(ValueError, match="partner: only partnership rules seat a partner, these rules have 4 players"):
+        make_vector_env(4, "standard_4p", opponents=["random"], partner="greedy")
+    vec = make_vector_env(4, "standard", opponents=["random"])
+    with pytest.raises(ValueError, match="set_partner: only partnership rules"):
+        vec.set_partner("greedy")

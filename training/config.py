@@ -86,6 +86,10 @@ class PPOConfig:
         check_choice("ppo.critic", self.critic, CRITICS)
 
 
+#: ``opponents.partner`` for the learner's own policy opposite it.
+LEARNER_PARTNER = "learner"
+
+
 @dataclass(frozen=True)
 class OpponentsConfig:
     """Who the learner plays against during training."""
@@ -98,6 +102,11 @@ class OpponentsConfig:
     """Environment steps between snapshots."""
     max_snapshots: int = 3
     """Newest snapshots kept in the pool."""
+    partner: str | None = None
+    """Partnership rules: who sits opposite the learner in every game (the other side draws from
+    the pool). ``"learner"``: a copy of the learner, refreshed at every rollout, so that both
+    seats of its side play its policy, as in the arena; or an agent spec (the teacher, say).
+    None: the partner's seat draws from the pool too."""
 
     def validate(self) -> None:
         if not self.scripted and not self.self_play:
@@ -106,6 +115,8 @@ class OpponentsConfig:
             _unattended_spec(f"opponents.scripted[{i}]", spec)
         check_number("opponents.snapshot_every", self.snapshot_every, positive=True)
         check_number("opponents.max_snapshots", self.max_snapshots, positive=True)
+        if self.partner is not None and self.partner != LEARNER_PARTNER:
+            _unattended_spec("opponents.partner", self.partner)
 
 
 #: What ``pretrain.teacher`` and ``pretrain.init_from`` write for the agent ``pretrain.prior``
@@ -391,10 +402,17 @@ class TrainConfig:
                 if got[key] != value:
                     raise ValueError(f"expert iteration needs {key} {value!r}, got {got[key]!r}")
         self.opponents.validate()
+        if self.opponents.partner is not None:
+            if not self.resolved_rules().partnership:
+                raise ValueError("opponents.partner: only partnership rules seat a partner")
+            if self.vec_env != "batched":
+                raise ValueError(f'opponents.partner needs vec_env "batched", got vec_env {self.vec_env!r}')
         self.eval.validate()
         # Every agent spec built once for the rules it will play (each reads its own encoding):
         # its options (search:worlds=0) and files (policy:PATH) are checked before any work starts.
         specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
+        if self.opponents.partner not in (None, LEARNER_PARTNER):
+            specs.append(("opponents.partner", self.opponents.partner))
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
         specs += [(f"eval.final_opponents[{i}]", spec) for i, spec in enumerate(self.eval.final_opponents or ())]
         if self.expert.rounds:

@@ -35,7 +35,7 @@ from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for, privileged_layout
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
-from block_env.training.config import PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig
+from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
 from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
@@ -101,6 +101,8 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
         "reward_scale": config.reward_scale,
     }
     if config.vec_env == "batched":
+        if config.opponents.partner not in (None, LEARNER_PARTNER):  # the learner's copy comes once it exists
+            options["partner"] = config.opponents.partner
         privileged = config.ppo.asymmetric  # the hidden hands ride along for the critic
         if config.env_processes == 1:
             vec = batched_shard(config.n_envs, rules, privileged, options)
@@ -479,6 +481,24 @@ class SelfPlayCallback(PeriodicCallback):
         self.logger.record("self_play/snapshot", str(folder.name))
 
 
+class LearnerPartnerCallback(BaseCallback):
+    """``opponents.partner: learner``: a copy of the learner sits opposite it in every game,
+    saved to the run's ``partner`` folder at the start of every rollout, so that both seats of
+    its side play the policy that collects it."""
+
+    def __init__(self, config: TrainConfig, paths: RunPaths) -> None:
+        super().__init__()
+        self.config = config
+        self.paths = paths
+
+    def _on_rollout_start(self) -> None:
+        folder = save_policy_agent(self.model, self.paths.root / "partner", self.config)
+        self.training_env.env_method("set_partner", f"policy:{folder}")
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class EvaluateCallback(PeriodicCallback):
     """Every ``eval.every`` steps, play the baselines (masks on), log the margins to
     TensorBoard and the learning curve, and keep the best agent so far."""
@@ -609,6 +629,8 @@ def make_callbacks(
         callbacks.append(UpdateThreadsCallback(config.update_threads or cores))
     if config.opponents.self_play:
         callbacks.insert(0, SelfPlayCallback(config, paths, pool))
+    if config.opponents.partner == LEARNER_PARTNER:
+        callbacks.insert(0, LearnerPartnerCallback(config, paths))
     return callbacks
 
 
