@@ -1,13 +1,11 @@
-"""One preset's ladder against search: each agent's margin over search (its points minus
-search's per round at the same table, with the 95% interval over deals), on the same duplicate
-deals for every agent, beside its time per decision and that time as a fraction of search's.
+"""One preset's ladder against search: every agent and search in one arena on duplicate deals
+(every table of the preset's seats, in every rotation), then each agent's margin over search
+(its points minus search's per round at the same tables, with the 95% interval over deals), its
+net points per round against the whole field, its time per decision and that time as a fraction
+of search's. The arena's full tables go to ``OUT/`` (summary.md, report.json, chart.png); the
+ladder to ``OUT/ladder.md`` and ``OUT/ladder.csv``.
 
-Each agent meets search alone (``block-dominoes eval --agents AGENT search``: at three seats the
-agent holds two of them, at four seats two, in every rotation), so every row is the same
-measurement. Each arena's full tables go to ``OUT/<n>-<agent>/``; the ladder to
-``OUT/ladder.md`` and ``OUT/ladder.csv``.
-
-    python benchmarks/ladder.py --rules standard_3p --deals 2000 --seed 20261205 --out results/ladder/standard_3p \
+    python benchmarks/ladder.py --rules standard_3p --deals 500 --seed 20261205 --out results/ladder/standard_3p \
         --agents random greedy strategic TEACHER pretrained:standard_3p_vector pretrained:standard_3p
 """
 
@@ -15,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import re
 import time
 from pathlib import Path
 
@@ -27,30 +24,21 @@ from block_env.rules import Rules
 REFERENCE = "search"
 
 
-def slug(spec: str) -> str:
-    """A folder name for an agent spec."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec).strip("_")
-
-
 def ladder_rows(args: argparse.Namespace) -> list[dict]:
     rules = Rules.preset(args.rules)
+    config = ArenaConfig(
+        agents=(REFERENCE, *args.agents), rules=rules, deals=args.deals, seed=args.seed, workers=args.workers
+    )
+    started = time.perf_counter()
+    report, _ = evaluate_into(config, args.out, progress=not args.quiet)
+    print(f"arena: {time.perf_counter() - started:.0f} s", flush=True)
+    net = {a.agent: a.net_per_round for a in report.agents}
     obs = positions(rules, args.decisions)
-    reference_seconds, _ = seconds_per_decision(REFERENCE, rules, obs)
-    rows = [{"agent": REFERENCE, "seconds": reference_seconds}]
-    for n, spec in enumerate(args.agents, 1):
-        start = time.perf_counter()
-        config = ArenaConfig(
-            agents=(spec, REFERENCE), rules=rules, deals=args.deals, seed=args.seed, workers=args.workers
-        )
-        report, _ = evaluate_into(config, Path(args.out) / f"{n}-{slug(spec)}", progress=not args.quiet)
-        margin = report.head_to_head[spec][REFERENCE]
+    rows = []
+    for spec in config.agents:
         seconds, _ = seconds_per_decision(spec, rules, obs)
-        rows.append({"agent": spec, "margin": margin, "seconds": seconds})
-        print(
-            f"{spec}: {margin.mean:+.2f} ({margin.low:+.2f} .. {margin.high:+.2f}) over {REFERENCE} on"
-            f" {args.deals} deals, {seconds * 1e3:.2f} ms per decision ({time.perf_counter() - start:.0f} s)",
-            flush=True,
-        )
+        margin = None if spec == REFERENCE else report.head_to_head[spec][REFERENCE]
+        rows.append({"agent": spec, "margin": margin, "net": net[spec], "seconds": seconds})
     return rows
 
 
@@ -66,23 +54,19 @@ def fraction(seconds: float, reference: float) -> str:
 def write(rows: list[dict], args: argparse.Namespace) -> str:
     reference = rows[0]["seconds"]
     lines = [
-        f"Ladder on `{args.rules}`: each agent against `{REFERENCE}` alone on the same {args.deals:,} duplicate"
-        f" deals (seed {args.seed}); time per decision on positions with two or more legal moves, one by one.\n",
-        f"| agent | − {REFERENCE} (95% CI) | deals | ms per decision | time / {REFERENCE}'s |",
+        f"Ladder on `{args.rules}`: every agent and `{REFERENCE}` in one arena on {args.deals:,} duplicate deals"
+        f" (seed {args.seed}); time per decision on positions with two or more legal moves, one by one.\n",
+        f"| agent | − {REFERENCE} (95% CI) | net points / round | ms per decision | time / {REFERENCE}'s |",
         "|---|---:|---:|---:|---:|",
     ]
-    table = [["agent", "margin", "low", "high", "deals", "ms_per_decision"]]
-    for row in rows:
-        ms = row["seconds"] * 1e3
-        if "margin" in row:
-            m = row["margin"]
-            cell = f"{signed(m.mean)} ({signed(m.low)} .. {signed(m.high)})"
-            table.append([row["agent"], f"{m.mean:.4f}", f"{m.low:.4f}", f"{m.high:.4f}", args.deals, f"{ms:.4f}"])
-        else:
-            cell = "0 (the reference)"
-        lines.append(
-            f"| `{row['agent']}` | {cell} | {args.deals:,} | {ms:.2f} | {fraction(row['seconds'], reference)} |"
-        )
+    table = [["agent", "margin", "low", "high", "net", "deals", "ms_per_decision"]]
+    for row in sorted(rows, key=lambda r: -r["net"].mean):
+        m, ms = row["margin"], row["seconds"] * 1e3
+        cell = "(the reference)" if m is None else f"{signed(m.mean)} ({signed(m.low)} .. {signed(m.high)})"
+        net = f"{signed(row['net'].mean)} ± {(row['net'].high - row['net'].low) / 2:.2f}"
+        lines.append(f"| `{row['agent']}` | {cell} | {net} | {ms:.2f} | {fraction(row['seconds'], reference)} |")
+        values = ["", "", ""] if m is None else [f"{m.mean:.4f}", f"{m.low:.4f}", f"{m.high:.4f}"]
+        table.append([row["agent"], *values, f"{row['net'].mean:.4f}", args.deals, f"{ms:.4f}"])
     text = "\n".join(lines) + "\n"
     out = Path(args.out)
     (out / "ladder.md").write_text(text)
@@ -99,7 +83,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="arena processes")
     parser.add_argument("--decisions", type=int, default=200, help="positions timed per agent")
-    parser.add_argument("--out", required=True, help="folder for each arena's tables and ladder.md/.csv")
+    parser.add_argument("--out", required=True, help="folder for the arena's tables and ladder.md/.csv")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args()
     if REFERENCE in args.agents:
