@@ -125,11 +125,21 @@ _CATALOGUE: dict[str, list[Opponent]] = {
     "standard_3p": [
         *_ladder("standard_3p", 500, "-1.7 ± 0.6", "-0.8 ± 0.5", "-0.5 ± 0.6", "0.5 ± 0.6"),
         Opponent(
+            "pretrained:standard_3p_vector",
+            "Early network",
+            "strong",
+            "the first three-player network: learned from strategic's moves, then by playing",
+            (Measured("+0.72 (+0.48 .. +0.96)", "strategic", 3000, RESULTS),),
+        ),
+        Opponent(
             "pretrained:standard_3p",
             "Network",
-            "strong",
-            "the shipped network for three players",
-            (Measured("+0.72 (+0.48 .. +0.96)", "strategic", 3000, RESULTS),),
+            "very strong",
+            "the shipped network: learned from a search that reads what both other players' moves say about their hands",
+            (
+                Measured("+0.33 (+0.13 .. +0.52)", "search", 3000, RESULTS),
+                Measured("+1.33 (+1.12 .. +1.54)", "strategic", 3000, RESULTS),
+            ),
         ),
     ],
     "standard_4p": [

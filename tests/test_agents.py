@@ -147,7 +147,7 @@ def test_search_agent_validates_its_options():
     with pytest.raises(ValueError, match="runs on the batched engine"):
         make_agent("search:prior=pretrained:standard_vector,engine=scalar", Rules())
     with pytest.raises(ValueError, match="no value_scale"):  # its agent.json names no value head units
-        make_agent("search:prior=pretrained:standard_3p,leaf=value", "standard_3p")
+        make_agent("search:prior=pretrained:standard_3p_vector,leaf=value", "standard_3p")
     with pytest.raises(ValueError, match="cannot play"):
         make_agent("search:prior=pretrained:standard_vector", "standard_3p")
     with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
@@ -256,8 +256,8 @@ GUIDED = [
     ("standard", "search:worlds=6,prior=pretrained:standard_vector,playout=policy,belief=prior"),
     ("partnership", "search:worlds=4,prior=pretrained:partnership_vector,belief=prior,confidence=0"),
     *(
-        (preset, f"search:worlds=4,prior=pretrained:{preset},belief=prior,playout={playout}")
-        for preset in ("standard_3p", "standard_4p")
+        (preset, f"search:worlds=4,prior=pretrained:{prior},belief=prior,playout={playout}")
+        for preset, prior in (("standard_3p", "standard_3p_vector"), ("standard_4p", "standard_4p"))
         for playout in ("heuristic", "policy")
     ),
 ]
@@ -311,7 +311,7 @@ def test_guided_search_plays_legal_moves_with_three_players():
     rules = Rules.preset("standard_3p")
     env = raw_env(rules)
     env.reset(seed=1)
-    agent = make_agent("search:worlds=4,prior=pretrained:standard_3p,playout=policy", rules, seed=0)
+    agent = make_agent("search:worlds=4,prior=pretrained:standard_3p_vector,playout=policy", rules, seed=0)
     while not env.episode_over:
         obs = env.observe(env.agent_selection)
         action = agent.act(obs)
