@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The per-preset ladders against search (results/README.md, "Every table against search"): the
+# scripted agents, the preset's teacher (the search that infers the hidden hands from the other
+# players' moves), the earlier network and the shipped one, all in one arena with search per
+# preset (benchmarks/ladder.py), with each agent's time per decision. Run it on a quiet machine:
+# the times are measured as it goes. About an hour on two cores, most of it the teachers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ladder() {
+  local preset=$1 deals=$2 seed=$3
+  shift 3
+  .venv/bin/python benchmarks/ladder.py --rules "$preset" --deals "$deals" --seed "$seed" --quiet \
+    --out "results/ladder/$preset/versus-search" --agents random greedy strategic "$@"
+}
+ladder standard 500 20261208 "search:prior=pretrained:standard_vector,playout=policy,belief=prior" \
+  pretrained:standard_vector pretrained:standard
