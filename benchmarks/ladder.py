@@ -3,9 +3,9 @@
 (its points minus search's per round at the same tables, with the 95% interval over deals), its
 net points per round against the whole field, its time per decision and that time as a fraction
 of search's. The arena's full tables go to ``OUT/`` (summary.md, report.json, chart.png); the
-ladder to ``OUT/ladder.md`` and ``OUT/ladder.csv``.
+ladder to ``ladder.md`` and ``ladder.csv`` there.
 
-    python benchmarks/ladder.py --rules standard_3p --deals 500 --seed 20261205 --out results/ladder/standard_3p \
+    python benchmarks/ladder.py --rules standard_3p --deals 500 --seed 20261209 --out results/ladder/standard_3p/versus-search \
         --agents random greedy strategic TEACHER pretrained:standard_3p_vector pretrained:standard_3p
 """
 

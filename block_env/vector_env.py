@@ -195,8 +195,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         """``self.opponents``: the drawn pool, then the fixed partner (if any) as its last entry."""
         pool = [*self._drawn, *([self.partner] if self.partner is not None else [])]
         self.seat_opponents %= len(self._drawn)
-        if self.partner is not None:
-            self.seat_opponents[np.arange(self.num_envs), self._partner_of[self.seats]] = len(self._drawn)
+        self._seat_partner(np.arange(self.num_envs))
         self.opponents = pool
         compiled = [compiled_policy(o) for o in pool]
         # Pool index -> row of the compiled policies (-1: the opponent acts through Python).
@@ -309,7 +308,11 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         else:
             self.seats[games] = self.learner_seat
         self.seat_opponents[games] = self.np_random.integers(len(self._drawn), size=(k, n))
-        if self.partner is not None:
+        self._seat_partner(games)
+
+    def _seat_partner(self, games: np.ndarray) -> None:
+        """The fixed partner (the pool's last entry) at the seat opposite each game's learner."""
+        if self.partner is not None and self._partner_of is not None:
             self.seat_opponents[games, self._partner_of[self.seats[games]]] = len(self._drawn)
 
     def _play_until_learner(self, games: np.ndarray, step: _Step) -> None:

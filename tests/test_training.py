@@ -592,6 +592,7 @@ def test_exploit_trains_a_best_response_and_measures_it_on_fresh_deals(tmp_path)
         "self_play": False,
         "snapshot_every": 50000,
         "max_snapshots": 3,
+        "partner": None,
     }
     assert config["pretrain"]["teacher"] is None and config["ppo"]["critic"] == "full_information"
     assert (out / "arena" / "summary.md").is_file() and (out / "learning_curve.png").is_file()
