@@ -5,7 +5,7 @@ net points per round against the whole field, its time per decision and that tim
 of search's. The arena's full tables go to ``OUT/`` (summary.md, report.json, chart.png); the
 ladder to ``ladder.md`` and ``ladder.csv`` there.
 
-    python benchmarks/ladder.py --rules standard_3p --deals 500 --seed 20261209 --out results/ladder/standard_3p/versus-search \
+    python benchmarks/ladder.py --rules standard_3p --deals 300 --seed 20261209 --out results/ladder/standard_3p/versus-search \
         --agents random greedy strategic TEACHER pretrained:standard_3p_vector pretrained:standard_3p
 """
 

@@ -148,15 +148,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.skip_forced = skip_forced
         self.illegal_action = illegal_action
         self.opponent_factory = opponent_factory
-        if partner is not None and not self.rules.partnership:
-            raise ValueError(
-                f"partner: only partnership rules seat a partner, these rules have {self.rules.num_players} players "
-                "each for themselves"
-            )
         self.seats = np.zeros(self.num_envs, dtype=np.int64)  # each game's learner seat
         self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)  # pool index per seat
-        partners = [partner_of(self.rules, seat) for seat in range(n)]
-        self._partner_of = np.array(partners) if self.rules.partnership else None
+        self._partner_of = np.array([partner_of(self.rules, s) for s in range(n)]) if self.rules.partnership else None
         self.partner: Opponent | None = None
         self._drawn: list[Opponent] = []
         self.set_opponents(opponents)
@@ -184,11 +178,19 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
 
     def set_partner(self, partner: str | Opponent | None) -> None:
         """Seat ``partner`` (an agent spec or object) opposite the learner in every game, from
-        now on, mid-episode games included; None draws the partner from the pool again at each
-        new episode. Partnership rules only (the constructor's ``partner``)."""
+        now on, mid-episode games included (it is reset with the pool at the next ``reset``).
+        None draws the partner's seat from the pool again at each new episode; games in progress
+        finish with a pool entry there. Partnership rules only (the constructor's ``partner``)."""
         if self._partner_of is None:
-            raise ValueError("set_partner: only partnership rules seat a partner")
-        self.partner = None if partner is None else resolve_opponents([partner], self.opponent_factory, self.rules)[0]
+            raise ValueError(
+                f"partner: only partnership rules seat a partner, these rules have {self.rules.num_players} players "
+                "each for themselves"
+            )
+        try:
+            seated = None if partner is None else resolve_opponents([partner], self.opponent_factory, self.rules)[0]
+        except ValueError as e:
+            raise ValueError(f"partner: {e}".replace("opponents[0] ", "", 1)) from None
+        self.partner = seated
         self._build_pool()
 
     def _build_pool(self) -> None:

@@ -303,6 +303,15 @@ def test_a_partner_sits_opposite_the_learner_in_every_game_and_the_other_side_dr
         vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
     assert partner.decisions > 0 and all(o.decisions > 0 for o in drawn)
 
+    vec.set_opponents(drawn[:1])  # a smaller pool mid-episode: the partner stays the last entry
+    assert vec.opponents == [drawn[0], partner]
+    assert (vec.seat_opponents[games, (vec.seats + 2) % 4] == 1).all() and (vec.seat_opponents < 2).all()
+    replacement = CountingOpponent()
+    vec.set_partner(replacement)  # a new partner takes the seat in the games in progress
+    vec.step(np.array([np.flatnonzero(m)[0] for m in vec.action_masks()]))
+    assert replacement.decisions > 0 and vec.opponents[-1] is replacement
+
+    vec.set_opponents(drawn)
     vec.set_partner(None)  # back to drawing the partner from the pool
     vec.reset(seed=4)
     assert vec.opponents == drawn
@@ -313,5 +322,7 @@ def test_a_partner_needs_partnership_rules():
     with pytest.raises(ValueError, match="partner: only partnership rules seat a partner, these rules have 4 players"):
         make_vector_env(4, "standard_4p", opponents=["random"], partner="greedy")
     vec = make_vector_env(4, "standard", opponents=["random"])
-    with pytest.raises(ValueError, match="set_partner: only partnership rules"):
+    with pytest.raises(ValueError, match="partner: only partnership rules"):
         vec.set_partner("greedy")
+    with pytest.raises(ValueError, match="partner: must be an agent spec string"):
+        make_vector_env(4, "partnership", opponents=["random"], partner=["greedy"])

@@ -108,6 +108,11 @@ class OpponentsConfig:
     seats of its side play its policy, as in the arena; or an agent spec (the teacher, say).
     None: the partner's seat draws from the pool too."""
 
+    @property
+    def fixed_partner(self) -> str | None:
+        """The agent spec of a partner that never changes (not the learner's copy), or None."""
+        return None if self.partner == LEARNER_PARTNER else self.partner
+
     def validate(self) -> None:
         if not self.scripted and not self.self_play:
             raise ValueError("opponents: give at least one scripted opponent or enable self_play")
@@ -115,8 +120,8 @@ class OpponentsConfig:
             _unattended_spec(f"opponents.scripted[{i}]", spec)
         check_number("opponents.snapshot_every", self.snapshot_every, positive=True)
         check_number("opponents.max_snapshots", self.max_snapshots, positive=True)
-        if self.partner is not None and self.partner != LEARNER_PARTNER:
-            _unattended_spec("opponents.partner", self.partner)
+        if self.fixed_partner is not None:
+            _unattended_spec("opponents.partner", self.fixed_partner)
 
 
 #: What ``pretrain.teacher`` and ``pretrain.init_from`` write for the agent ``pretrain.prior``
@@ -411,8 +416,8 @@ class TrainConfig:
         # Every agent spec built once for the rules it will play (each reads its own encoding):
         # its options (search:worlds=0) and files (policy:PATH) are checked before any work starts.
         specs = [(f"opponents.scripted[{i}]", spec) for i, spec in enumerate(self.opponents.scripted)]
-        if self.opponents.partner not in (None, LEARNER_PARTNER):
-            specs.append(("opponents.partner", self.opponents.partner))
+        if self.opponents.fixed_partner is not None:
+            specs.append(("opponents.partner", self.opponents.fixed_partner))
         specs += [(f"eval.opponents[{i}]", spec) for i, spec in enumerate(self.eval.opponents)]
         specs += [(f"eval.final_opponents[{i}]", spec) for i, spec in enumerate(self.eval.final_opponents or ())]
         if self.expert.rounds:

@@ -101,8 +101,8 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
         "reward_scale": config.reward_scale,
     }
     if config.vec_env == "batched":
-        if config.opponents.partner not in (None, LEARNER_PARTNER):  # the learner's copy comes once it exists
-            options["partner"] = config.opponents.partner
+        if config.opponents.fixed_partner is not None:  # the learner's copy comes once it exists
+            options["partner"] = config.opponents.fixed_partner
         privileged = config.ppo.asymmetric  # the hidden hands ride along for the critic
         if config.env_processes == 1:
             vec = batched_shard(config.n_envs, rules, privileged, options)
