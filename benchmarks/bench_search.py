@@ -69,6 +69,11 @@ def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[floa
     return single, (time.perf_counter() - start) / len(chosen)
 
 
+def fraction(seconds: float, reference: float) -> str:
+    """``seconds`` as a share of ``reference``: "1/99", or "7.4x" when slower."""
+    return f"1/{reference / seconds:,.0f}" if seconds <= reference else f"{seconds / reference:.1f}x"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=200)
@@ -95,18 +100,14 @@ def main() -> None:
         single, batched = timings[spec, preset]
         return f"{1 / single:,.0f}" + (f" ({1 / batched:,.0f} batched)" if batched else "")
 
-    def fraction(spec: str, preset: str) -> str:
+    def share_of_first(spec: str, preset: str) -> str:
         reference = timings[args.specs[0], preset][0]
-
-        def share(seconds: float) -> str:  # "1/99" of the reference's time, or "7.4x" when slower
-            return f"1/{reference / seconds:,.0f}" if seconds <= reference else f"{seconds / reference:.1f}x"
-
         single, batched = timings[spec, preset]
-        return share(single) + (f" ({share(batched)} batched)" if batched else "")
+        return fraction(single, reference) + (f" ({fraction(batched, reference)} batched)" if batched else "")
 
     tables = [
         table("decisions per second (positions with 2+ legal moves; one by one, and in one batch):", per_second),
-        table(f"time per decision as a fraction of `{args.specs[0]}`'s one-by-one time:", fraction),
+        table(f"time per decision as a fraction of `{args.specs[0]}`'s one-by-one time:", share_of_first),
     ]
     text = "\n\n".join(tables)
     print("\n" + text)

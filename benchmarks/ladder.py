@@ -16,7 +16,7 @@ import csv
 import time
 from pathlib import Path
 
-from bench_search import positions, seconds_per_decision
+from bench_search import fraction, positions, seconds_per_decision
 
 from block_env.arena import ArenaConfig, evaluate_into
 from block_env.rules import Rules
@@ -44,11 +44,6 @@ def ladder_rows(args: argparse.Namespace) -> list[dict]:
 
 def signed(x: float) -> str:
     return f"{x:+.2f}".replace("-", "\u2212")
-
-
-def fraction(seconds: float, reference: float) -> str:
-    """The agent's time as a share of the reference's: "1/99", or "7.4x" when slower."""
-    return f"1/{reference / seconds:,.0f}" if seconds <= reference else f"{seconds / reference:.1f}x"
 
 
 def write(rows: list[dict], args: argparse.Namespace) -> str:
