@@ -15,12 +15,15 @@ from block_env.batched import BatchedGames
 from block_env.engine import PublicView, Round
 from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
-from block_env.rules import Rules
+from block_env.rules import Rules, resolve_rules
 from block_env.tiles import ends_after
 
 PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 #: Built-in priors; a trained agent's spec (pretrained:NAME, policy:PATH) is a prior too.
 PRIORS = ("strategic", "none")
+#: The encodings a trained prior may read: the search writes them for every world it lays out
+#: ("tracked" from the round's moves, which the search then reads from the "history" encoding).
+PRIOR_ENCODINGS = ("vector", "tracked")
 LEAVES = ("end", "value")
 ENGINES = ("batched", "scalar")
 #: "prior": weight the sampled deals by how likely the trained prior makes the other seats' moves.
@@ -71,8 +74,10 @@ class SearchAgent(Agent):
             "random"; or "policy" (the prior's network; needs a trained prior).
         epsilon: probability of a random move inside greedy and heuristic playouts.
         prior: "strategic" (default), "none", or a trained agent's spec (``pretrained:NAME``
-            or ``policy:PATH``, reading the "vector" encoding: the search writes it for the
-            prior whatever encoding the search itself reads).
+            or ``policy:PATH``) reading the "vector" or the "tracked" encoding: the search
+            writes the prior's encoding in every world it lays out, whatever encoding the
+            search itself reads. A "tracked" prior reads who placed which tile, so the search
+            reads the round's moves from the "history" encoding (its default encoding then).
         leaf: "end" (default: play each world to the round's end) or "value" (the prior's
             value head once this seat is to move again; needs a trained prior whose
             agent.json has a ``value_scale``).
@@ -115,19 +120,24 @@ class SearchAgent(Agent):
         engine: str = "batched",
         belief: str = "none",
     ) -> None:
-        if belief == "prior" and observation not in (None, "history"):
+        if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
+            raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
+        guide = self._trained_prior(prior, resolve_rules(rules), seed) if ":" in prior else None
+        # The round's moves come from the "history" encoding: the belief weighs them, and a
+        # "tracked" prior reads who placed which tile in every world the search lays out.
+        reads_moves = belief == "prior" or (guide is not None and guide.observation == "tracked")
+        if reads_moves and observation not in (None, "history"):
+            needs = "belief='prior'" if belief == "prior" else f"a prior that reads 'tracked' ({prior})"
             raise ValueError(
-                f"a search with belief='prior' reads the round's moves from the 'history' encoding, got {observation!r}"
+                f"a search with {needs} reads the round's moves from the 'history' encoding, got {observation!r}"
             )
-        super().__init__(rules, seed, observation or ("history" if belief == "prior" else "vector"))
+        super().__init__(rules, seed, observation or ("history" if reads_moves else "vector"))
         if not isinstance(worlds, int) or worlds < 1:
             raise ValueError(f"search worlds must be a positive int, got {worlds!r}")
         if playout not in PLAYOUTS:
             raise ValueError(f"search playout must be one of {PLAYOUTS}, got {playout!r}")
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
-        if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
-            raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
         if leaf not in LEAVES:
             raise ValueError(f"search leaf must be one of {LEAVES}, got {leaf!r}")
         if not isinstance(confidence, (int, float)) or confidence < 0:
@@ -137,7 +147,8 @@ class SearchAgent(Agent):
         if belief not in BELIEFS:
             raise ValueError(f"search belief must be one of {BELIEFS}, got {belief!r}")
         self.engine = engine
-        self.guide = self._trained_prior(prior, seed) if ":" in prior else None
+        self.guide = guide
+        self._reads_moves = reads_moves
         if self.guide is None and (playout == "policy" or leaf == "value" or belief == "prior"):
             raise ValueError(
                 f"search playout='policy', leaf='value' and belief='prior' read a trained prior's network "
@@ -160,19 +171,20 @@ class SearchAgent(Agent):
         # agent does; "heuristic" as the strategic agent's first terms.
         self._weights = GREEDY_WEIGHTS if playout == "greedy" else PLAYOUT_WEIGHTS.move_weights
         self._batches: dict[int, BatchedGames] = {}
-        self._encode = batch_encoder(self.rules, "vector") if self.guide is not None else None
+        self._encode = batch_encoder(self.rules, self.guide.observation) if self.guide is not None else None
 
-    def _trained_prior(self, spec: str, seed: int | None) -> PolicyAgent:
+    @staticmethod
+    def _trained_prior(spec: str, rules: Rules, seed: int | None) -> PolicyAgent:
         """The trained agent a guided search reads (its moves, network and value head)."""
         from block_env.agents import make_agent  # the spec parser lives in the package above
 
-        agent = make_agent(spec, self.rules, seed)
+        agent = make_agent(spec, rules, seed)
         if not isinstance(agent, PolicyAgent):
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
-        if agent.observation != "vector":  # sampled worlds have no move record to track
+        if agent.observation not in PRIOR_ENCODINGS:
             raise ValueError(
-                f"search prior {spec!r} reads the {agent.observation!r} encoding; a search's prior reads 'vector' "
-                "(pretrained:standard_vector, for instance)"
+                f"search prior {spec!r} reads the {agent.observation!r} encoding; a search's prior reads one of "
+                f"{PRIOR_ENCODINGS}"
             )
         return agent
 
@@ -186,7 +198,7 @@ class SearchAgent(Agent):
         k = self.view(obs)
         worlds = self.sample_worlds(k)
         values = self._scalar_values(k, legal, worlds)
-        return legal[self._decide(values, self._prior_move(obs, k, legal, worlds[0]))]
+        return legal[self._decide(values, self._prior_move(obs, k, legal, worlds[0], []))]
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """A move for each of many games (rows of observations and masks), their searches'
@@ -218,28 +230,31 @@ class SearchAgent(Agent):
         legal = [legal_actions(o) for o in obs]  # refuses an all-zero mask
         # values[g][j][w]: game g's round value of move j in sampled world w (common worlds,
         # so moves are compared on the same deals).
-        worlds = [self._worlds(k, o) for k, o in zip(views, obs)]
-        values = self._batched_values(views, legal, worlds)
+        histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]
+        worlds = [self._worlds(k, moves) for k, moves in zip(views, histories)]
+        values = self._batched_values(views, legal, worlds, histories)
         return [
             SearchedMoves(
                 legal[g],
                 np.array(values[g]),
-                legal[g][self._decide(values[g], self._prior_move(o, k, legal[g], worlds[g][0]))],
+                legal[g][self._decide(values[g], self._prior_move(o, k, legal[g], worlds[g][0], histories[g]))],
             )
             for g, (o, k) in enumerate(zip(obs, views))
         ]
 
-    def _prior_move(self, obs: Observation, k: PublicView, legal: list[int], world: np.ndarray) -> int | None:
+    def _prior_move(
+        self, obs: Observation, k: PublicView, legal: list[int], world: np.ndarray, moves: list[tuple[int, int]]
+    ) -> int | None:
         """The index in ``legal`` of the prior's move (None without a prior). A trained prior
         that reads another encoding than the search sees the position written in its own,
-        laid out on ``world`` (one sampled deal: that encoding shows only this seat's hand and
-        the public record, the same in every deal)."""
+        laid out on ``world`` with the round's ``moves`` (one sampled deal: that encoding shows
+        only this seat's hand and the public record, the same in every deal)."""
         if self.prior is None:
             return None
         if self.prior.observation != self.observation:  # a trained prior (strategic reads the search's)
             assert self._encode is not None
             games = self._batch(1)
-            self._lay_out(games, [k], world[None], [1])
+            self._lay_out(games, [k], world[None], [1], [moves])
             obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
         return legal.index(self.prior.act(obs))
 
@@ -257,14 +272,18 @@ class SearchAgent(Agent):
         return best if mean > self.confidence * (var / len(diffs)) ** 0.5 else default
 
     def _batched_values(
-        self, views: list[PublicView], legal: list[list[int]], worlds: list[np.ndarray]
+        self,
+        views: list[PublicView],
+        legal: list[list[int]],
+        worlds: list[np.ndarray],
+        histories: list[list[tuple[int, int]]],
     ) -> list[list[list[float]]]:
         """Every (game, world, move) triple as one game of a batch: play the move, then every
         game to the round's end at once with the playout policy, in compiled code."""
         sizes = [len(w) * len(moves) for w, moves in zip(worlds, legal)]
         games = self._batch(sum(sizes))
         hands = np.concatenate([np.repeat(w, len(moves), axis=0) for w, moves in zip(worlds, legal)])
-        self._lay_out(games, views, hands, sizes)
+        self._lay_out(games, views, hands, sizes, histories)
         moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
         first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
@@ -281,14 +300,31 @@ class SearchAgent(Agent):
             for part, w, m in zip(np.split(value, np.cumsum(sizes)[:-1]), worlds, legal)
         ]
 
-    def _lay_out(self, games: BatchedGames, views: list[PublicView], hands: np.ndarray, sizes: list[int]) -> None:
+    def _lay_out(
+        self,
+        games: BatchedGames,
+        views: list[PublicView],
+        hands: np.ndarray,
+        sizes: list[int],
+        histories: list[list[tuple[int, int]]],
+    ) -> None:
         """Lay out ``games`` (``hands``: (N, P, T) bool, this seat 0 and to move) at each view's
-        position (:meth:`Round.from_view`), ``sizes[i]`` consecutive games per view."""
+        position (:meth:`Round.from_view`), ``sizes[i]`` consecutive games per view; with a
+        "tracked" prior, each game's move record is its view's round so far (``histories``)."""
         num_tiles = self.rules.tile_set.num_tiles
         positions = [Round.from_view(k) for k in views]
 
-        def per_game(facts: list) -> np.ndarray:  # each view's public facts, once per game of its block
-            return np.repeat(np.array(facts), sizes, axis=0)
+        def per_game(facts: list | np.ndarray) -> np.ndarray:  # each view's facts, once per game of its block
+            return np.repeat(np.asarray(facts), sizes, axis=0)
+
+        record = None
+        if self._encode is not None and self._encode.layout.name == "tracked":
+            longest = max(len(moves) for moves in histories)
+            seats, actions = np.zeros((2, len(histories), longest), dtype=np.int64)
+            for i, moves in enumerate(histories):
+                if moves:
+                    seats[i, : len(moves)], actions[i, : len(moves)] = zip(*moves)
+            record = (per_game(actions), per_game(seats), per_game([len(moves) for moves in histories]))
 
         games.set_positions(
             hands,
@@ -301,6 +337,7 @@ class SearchAgent(Agent):
             # What observations show beyond a position: the opening tile, the match scores.
             opening=per_game([-1 if k.opening is None else k.opening for k in views]),
             scores=per_game([k.scores for k in views]),
+            record=record,
         )
 
     def _batch(self, size: int) -> BatchedGames:
@@ -341,13 +378,13 @@ class SearchAgent(Agent):
                 values[j][w] = rnd.result.side_values("zero_sum")[0]  # my side is side 0
         return values
 
-    def _worlds(self, k: PublicView, obs: Observation) -> np.ndarray:
-        """The deals a decision is searched on: sampled, or with a belief drawn by weight."""
+    def _worlds(self, k: PublicView, moves: list[tuple[int, int]]) -> np.ndarray:
+        """The deals a decision is searched on: sampled, or with a belief drawn by weight
+        (``moves``: the round so far, read from the "history" encoding)."""
         if self.belief == "none":
             return self.sample_worlds(k)
         assert self.guide is not None and self._encode is not None
         candidates = self.sample_worlds(k, BELIEF_CANDIDATES * self.worlds)
-        moves = read_moves(obs, self.rules)
         log_weights = move_log_likelihoods(self.rules, candidates, moves, self.guide, self._encode)
         weights = np.exp(log_weights - log_weights.max())
         draw = np.random.default_rng(self.rng.getrandbits(63))

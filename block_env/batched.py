@@ -418,6 +418,7 @@ class BatchedGames:
         voids: np.ndarray,
         opening: int | np.ndarray | None = None,
         scores: np.ndarray | None = None,
+        record: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Lay out every game mid-round (a search's sampled worlds): ``hands`` (N, P, T) bool
         per game; the public facts either shared by all games (``ends`` a pair or None,
@@ -425,7 +426,9 @@ class BatchedGames:
         the line opened with, which observations show) or one per game (``ends`` (N, 2) with -1
         for an empty line, ``played`` (N, T), ``current``/``leader``/``passes``/``opening`` (N,)
         with -1 for no opening yet, ``voids`` (N, P)); ``scores`` the match score per side ((S,)
-        or (N, S); zeros by default). Move records start empty."""
+        or (N, S); zeros by default). ``record``: the round's moves so far as (moves, move_seats,
+        num_moves), (N, K) action ids and (N, K) seats, oldest first, of which each game's first
+        ``num_moves`` (N,) count (what a "tracked" observation reads); None: records start empty."""
         t = self.tables
         owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
         for seat in range(t.num_players):
@@ -441,7 +444,15 @@ class BatchedGames:
         self.passes[:] = passes
         self.voids[:] = voids
         self.opening[:] = -1 if opening is None else opening
-        self.num_moves[:] = 0
+        if record is None:
+            self.num_moves[:] = 0
+        else:
+            moves, move_seats, num_moves = record
+            if moves.shape[1] > t.max_moves:
+                raise ValueError(f"a round's record holds at most {t.max_moves} moves, got {moves.shape[1]}")
+            self.moves[:, : moves.shape[1]] = moves
+            self.move_seats[:, : moves.shape[1]] = move_seats
+            self.num_moves[:] = num_moves
         self.scores[:] = 0 if scores is None else scores
         self.over[:] = False
         self.episode_over[:] = False

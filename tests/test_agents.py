@@ -12,7 +12,7 @@ from block_env import PRESETS, Rules, raw_env
 from block_env.agents import HumanAgent, StrategicAgent, make_agent, parse_spec
 from block_env.agents.scripted import StrategyWeights
 from block_env.engine import PublicView
-from block_env.observations import read_public_view
+from block_env.observations import read_moves, read_public_view
 from block_env.options import ENCODINGS
 
 SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4", "search:worlds=4,engine=scalar"]
@@ -152,8 +152,12 @@ def test_search_agent_validates_its_options():
         make_agent("search:prior=pretrained:standard_vector", "standard_3p")
     with pytest.raises(ValueError, match="bad options for agent 'greedy'"):
         make_agent("greedy:depth=3", Rules())
-    with pytest.raises(ValueError, match="reads the 'tracked' encoding; a search's prior reads 'vector'"):
-        make_agent("search:prior=pretrained:standard", Rules())
+    with pytest.raises(
+        ValueError,
+        match=r"a prior that reads 'tracked' \(pretrained:standard\) reads the round's moves from the 'history'",
+    ):
+        make_agent("search:prior=pretrained:standard", Rules(), observation="vector")
+    assert make_agent("search:prior=pretrained:standard", Rules()).observation == "history"
     with pytest.raises(ValueError, match="belief must be one of"):
         make_agent("search:belief=yes", Rules())
     with pytest.raises(ValueError, match="belief='prior' read a trained prior's network"):
@@ -260,6 +264,9 @@ GUIDED = [
         for preset, prior in (("standard_3p", "standard_3p_vector"), ("standard_4p", "standard_4p"))
         for playout in ("heuristic", "policy")
     ),
+    ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior"),
+    ("standard_3p", "search:worlds=4,prior=pretrained:standard_3p,playout=policy"),
+    ("partnership", "search:worlds=4,prior=pretrained:partnership,playout=policy,belief=prior,confidence=0"),
 ]
 
 
@@ -305,6 +312,30 @@ def test_a_guided_search_reading_another_encoding_writes_its_priors_input_and_pl
         scored |= any(env.public_view(env.agent_selection).scores)
         env.step(choices["vector"])
     assert decided > 20 and scored
+
+
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+def test_a_search_guided_by_a_tracked_prior_writes_who_placed_what_in_its_worlds(preset):
+    """A prior that reads "tracked" sees, in the worlds the search lays out, the round's
+    moves as the search read them from "history": a search that never overrides its prior
+    (an infinite confidence) moves as the prior does on the seat's real "tracked"
+    observation, at every decision of a match."""
+    rules = Rules.preset(preset)
+    prior = f"pretrained:{preset}"
+    search = make_agent(f"search:worlds=3,prior={prior},playout=policy,confidence=inf", rules, seed=0)
+    alone = make_agent(prior, rules, seed=0)
+    assert search.observation == "history" and alone.observation == "tracked"
+    env = raw_env(rules, episode="match")
+    env.reset(seed=4)
+    tracked_decisions = 0
+    while not env.episode_over and tracked_decisions < 12:
+        seat = env.agent_selection
+        action = search.act(env.observe(seat, "history"))
+        if env.observe(seat)["action_mask"].sum() > 1:
+            assert action == alone.act(env.observe(seat, "tracked"))
+            tracked_decisions += len(read_moves(env.observe(seat, "history"), rules)) > 1
+        env.step(action)
+    assert tracked_decisions == 12
 
 
 def test_guided_search_plays_legal_moves_with_three_players():
