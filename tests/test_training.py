@@ -64,6 +64,7 @@ def test_shipped_configs_are_valid():
         ({"eval": {"opponents": ["wizard"]}}, "unknown agent 'wizard'"),
         ({"eval": 5}, "eval must be a mapping"),
         ({"ppo": {"critic": "oracle"}}, "ppo.critic must be one of"),
+        ({"ppo": {"critic_warmup": -1}}, "ppo.critic_warmup must be an int >= 0"),
         ({"ppo": {"anneal_learning_rate": "yes"}}, "ppo.anneal_learning_rate must be bool, got 'yes'"),
         ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
         ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
@@ -663,6 +664,27 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
     values["ppo"]["net_arch"] = [16, 16]
     with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[16, 16\]"):
         train(config_from_dict(values), tmp_path / "other_shape", progress=False)
+
+
+@pytest.mark.parametrize("warmup, policy_moves", [(512, False), (256, True)])
+def test_a_critic_warmup_holds_the_policy_while_the_value_network_learns(warmup, policy_moves, tiny_run, tmp_path):
+    """ppo.critic_warmup: the updates of rollouts that start before it fit the value network
+    alone (a run that is all warm-up ends with the policy it started from, its values moved);
+    the rollouts after it move the policy too."""
+    from block_env.training.train import train
+
+    values = yaml.safe_load(TINY.read_text())
+    values["pretrain"] = {"init_from": f"policy:{tiny_run / 'final'}", "teacher": None}
+    values["ppo"]["critic_warmup"] = warmup  # 512 steps: two rollouts of 2 games x 128 steps
+    out = tmp_path / "warmup"
+    train(config_from_dict(values), out, progress=False)
+    rules = Rules()
+    env = raw_env(rules)
+    env.reset(seed=3)
+    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    start, end = make_agent(f"policy:{out / 'step_0'}", rules), make_agent(f"policy:{out / 'final'}", rules)
+    assert np.array_equal(start.logits(obs), end.logits(obs)) != policy_moves
+    assert not np.array_equal(start.values(obs), end.values(obs))
 
 
 def test_an_asymmetric_critic_starts_as_the_source_value_head_when_the_units_agree(tiny_run, tmp_path):

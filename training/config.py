@@ -55,6 +55,11 @@ class PPOConfig:
     """Entropy bonus."""
     vf_coef: float = 0.5
     """Value loss weight."""
+    critic_warmup: int = 0
+    """Env steps at the start of the run (counted from step 0, so a resumed run keeps the same
+    schedule) whose updates fit only the value network, the policy's layers held as they are:
+    a policy carried in from imitation or another run is then not steered by the advantages of
+    a critic that has not yet learned its returns. 0: every update moves both."""
     net_arch: tuple[int, ...] = (128, 128)
     """Hidden layer sizes, shared shape for the policy and value networks."""
     activation: str = "tanh"
@@ -80,6 +85,7 @@ class PPOConfig:
         check_number("ppo.clip_range", self.clip_range, positive=True)
         _in_range("ppo.ent_coef", self.ent_coef, 0.0, 1.0)
         check_number("ppo.vf_coef", self.vf_coef, positive=True)
+        check_int("ppo.critic_warmup", self.critic_warmup, low=0)
         if not self.net_arch or any(not isinstance(h, int) or h < 1 for h in self.net_arch):
             raise ValueError(f"ppo.net_arch must be a non-empty list of positive ints, got {list(self.net_arch)}")
         check_choice("ppo.activation", self.activation, ACTIVATIONS)

@@ -620,6 +620,24 @@ class UpdateThreadsCallback(BaseCallback):
         torch.set_num_threads(self.threads)
 
 
+class CriticWarmupCallback(BaseCallback):
+    """``ppo.critic_warmup``: the rollouts that start before that many env steps are learned
+    from by the value network alone; the policy's layers take no gradient until then."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps = steps
+
+    def _on_rollout_start(self) -> None:
+        policy = self.model.policy
+        learning = self.num_timesteps >= self.steps
+        for module in (policy.mlp_extractor.policy_net, policy.action_net):
+            module.requires_grad_(learning)
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def make_callbacks(
     config: TrainConfig, paths: RunPaths, pool: list[str], phases: dict[str, float] | None = None
 ) -> list[Any]:
@@ -631,6 +649,8 @@ def make_callbacks(
         callbacks.insert(0, SelfPlayCallback(config, paths, pool))
     if config.opponents.partner == LEARNER_PARTNER:
         callbacks.insert(0, LearnerPartnerCallback(config, paths))
+    if config.ppo.critic_warmup:
+        callbacks.append(CriticWarmupCallback(config.ppo.critic_warmup))
     return callbacks
 
 
