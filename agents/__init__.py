@@ -110,7 +110,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str | None = None) -> Agent:
     """Build an agent from a spec string (see the module docstring). ``observation``: the
     encoding it reads; by default a trained agent's own (its agent.json's), "history" for a
-    search with ``belief=prior`` (it reads the round's moves), "vector" for the others.
+    search with ``belief=prior`` or a "tracked" prior (it reads the round's moves), "vector"
+    for the others.
 
     Examples:
         >>> from block_env import raw_env

@@ -125,7 +125,8 @@ class SearchAgent(Agent):
         guide = self._trained_prior(prior, resolve_rules(rules), seed) if ":" in prior else None
         # The round's moves come from the "history" encoding: the belief weighs them, and a
         # "tracked" prior reads who placed which tile in every world the search lays out.
-        reads_moves = belief == "prior" or (guide is not None and guide.observation == "tracked")
+        tracks = guide is not None and guide.observation == "tracked"
+        reads_moves = belief == "prior" or tracks
         if reads_moves and observation not in (None, "history"):
             needs = "belief='prior'" if belief == "prior" else f"a prior that reads 'tracked' ({prior})"
             raise ValueError(
@@ -149,6 +150,7 @@ class SearchAgent(Agent):
         self.engine = engine
         self.guide = guide
         self._reads_moves = reads_moves
+        self._tracks = tracks
         if self.guide is None and (playout == "policy" or leaf == "value" or belief == "prior"):
             raise ValueError(
                 f"search playout='policy', leaf='value' and belief='prior' read a trained prior's network "
@@ -318,7 +320,7 @@ class SearchAgent(Agent):
             return np.repeat(np.asarray(facts), sizes, axis=0)
 
         record = None
-        if self._encode is not None and self._encode.layout.name == "tracked":
+        if self._tracks:
             longest = max(len(moves) for moves in histories)
             seats, actions = np.zeros((2, len(histories), longest), dtype=np.int64)
             for i, moves in enumerate(histories):

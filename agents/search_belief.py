@@ -39,7 +39,7 @@ def move_log_likelihoods(
     """(W,) the log-likelihood of the other seats' placements in ``moves`` (the round so far,
     oldest first, as (relative seat, action id): what the "history" encoding lists) in each of
     ``worlds`` ((W, P, T) bool hands now, this seat 0) under ``model``'s policy (its action
-    logits on the "vector" encoding ``encode`` writes), each move's probability floored
+    logits on the encoding ``encode`` writes, the one the model reads), each move's probability floored
     (:data:`FLOOR`). Passes are left out (a deal that respects the voids forces them), and so
     is an opening that the lead rules may force ("heaviest")."""
     if not moves:

@@ -448,8 +448,17 @@ class BatchedGames:
             self.num_moves[:] = 0
         else:
             moves, move_seats, num_moves = record
+            if moves.ndim != 2 or moves.shape != move_seats.shape or moves.shape[0] != self.num_games:
+                raise ValueError(
+                    f"record moves and move_seats are ({self.num_games}, K) arrays, got {moves.shape} and {move_seats.shape}"
+                )
             if moves.shape[1] > t.max_moves:
                 raise ValueError(f"a round's record holds at most {t.max_moves} moves, got {moves.shape[1]}")
+            num_moves = np.broadcast_to(num_moves, (self.num_games,))
+            if (num_moves < 0).any() or (num_moves > moves.shape[1]).any():
+                raise ValueError(
+                    f"record num_moves must be in 0..{moves.shape[1]} (the moves given), got {num_moves.tolist()}"
+                )
             self.moves[:, : moves.shape[1]] = moves
             self.move_seats[:, : moves.shape[1]] = move_seats
             self.num_moves[:] = num_moves

@@ -145,6 +145,9 @@ def test_rllib_config_errors_name_the_key(tmp_path):
     path.write_text("ppo:\n  anneal_learning_rate: true\n")
     with pytest.raises(ValueError, match="ppo.anneal_learning_rate is for train"):
         RLlibConfig.load(path)
+    path.write_text("ppo:\n  critic_warmup: 4096\n")
+    with pytest.raises(ValueError, match="ppo.critic_warmup is for train"):
+        RLlibConfig.load(path)
 
 
 # -- faults: killed processes -------------------------------------------------------------------

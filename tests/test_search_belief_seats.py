@@ -23,7 +23,7 @@ TABLES = ("standard", "house", "partnership", *PRESETS)
 
 
 def _prior(preset: str) -> str:
-    """The shipped network for ``preset`` that reads "vector" (what a search's prior reads)."""
+    """The shipped network for ``preset`` that reads "vector" (the teachers' prior)."""
     name = f"{preset}_vector" if f"{preset}_vector" in PRETRAINED else preset
     return f"pretrained:{name}"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import io
 import json
 import warnings
 import zipfile
@@ -666,16 +667,21 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
         train(config_from_dict(values), tmp_path / "other_shape", progress=False)
 
 
+@pytest.mark.parametrize("critic", ["observation", "full_information"])
 @pytest.mark.parametrize("warmup, policy_moves", [(512, False), (256, True)])
-def test_a_critic_warmup_holds_the_policy_while_the_value_network_learns(warmup, policy_moves, tiny_run, tmp_path):
+def test_a_critic_warmup_holds_the_policy_while_the_value_network_learns(
+    critic, warmup, policy_moves, tiny_run, tmp_path
+):
     """ppo.critic_warmup: the updates of rollouts that start before it fit the value network
     alone (a run that is all warm-up ends with the policy it started from, its values moved);
-    the rollouts after it move the policy too."""
+    the rollouts after it move the policy too; with either critic."""
     from block_env.training.train import train
 
     values = yaml.safe_load(TINY.read_text())
     values["pretrain"] = {"init_from": f"policy:{tiny_run / 'final'}", "teacher": None}
     values["ppo"]["critic_warmup"] = warmup  # 512 steps: two rollouts of 2 games x 128 steps
+    values["ppo"]["critic"] = critic
+    values["vec_env"] = "batched"  # the full-information critic's env
     out = tmp_path / "warmup"
     train(config_from_dict(values), out, progress=False)
     rules = Rules()
@@ -684,7 +690,16 @@ def test_a_critic_warmup_holds_the_policy_while_the_value_network_learns(warmup,
     obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
     start, end = make_agent(f"policy:{out / 'step_0'}", rules), make_agent(f"policy:{out / 'final'}", rules)
     assert np.array_equal(start.logits(obs), end.logits(obs)) != policy_moves
-    assert not np.array_equal(start.values(obs), end.values(obs))
+
+    def value_weights(checkpoint: Path) -> list[np.ndarray]:
+        import torch
+
+        with zipfile.ZipFile(checkpoint) as archive:
+            state = torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+        return [v.numpy() for k, v in state.items() if "value" in k]
+
+    after_first, last = value_weights(out / "checkpoints" / "ppo_256_steps.zip"), value_weights(out / "final.zip")
+    assert after_first and not all(np.array_equal(a, b) for a, b in zip(after_first, last))
 
 
 def test_an_asymmetric_critic_starts_as_the_source_value_head_when_the_units_agree(tiny_run, tmp_path):

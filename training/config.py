@@ -57,7 +57,8 @@ class PPOConfig:
     """Value loss weight."""
     critic_warmup: int = 0
     """Env steps at the start of the run (counted from step 0, so a resumed run keeps the same
-    schedule) whose updates fit only the value network, the policy's layers held as they are:
+    schedule; a rollout that starts before it counts whole) whose updates fit only the value
+    network, the policy's layers held as they are:
     a policy carried in from imitation or another run is then not steered by the advantages of
     a critic that has not yet learned its returns. 0: every update moves both."""
     net_arch: tuple[int, ...] = (128, 128)

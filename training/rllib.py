@@ -111,6 +111,10 @@ class RLlibConfig:
             )
         if self.ppo.anneal_learning_rate:
             raise ValueError("ppo.anneal_learning_rate is for train (MaskablePPO); train-rllib keeps ppo.learning_rate")
+        if self.ppo.critic_warmup:
+            raise ValueError(
+                "ppo.critic_warmup is for train (MaskablePPO); train-rllib updates the policy from the start"
+            )
         unknown = [s for s in self.scripted if s not in SCRIPTED]
         if unknown:
             raise ValueError(f"scripted opponents must be among {SCRIPTED}, got {unknown}")

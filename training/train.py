@@ -621,8 +621,9 @@ class UpdateThreadsCallback(BaseCallback):
 
 
 class CriticWarmupCallback(BaseCallback):
-    """``ppo.critic_warmup``: the rollouts that start before that many env steps are learned
-    from by the value network alone; the policy's layers take no gradient until then."""
+    """``ppo.critic_warmup``: a rollout that starts before that many env steps is learned from
+    by the value network alone (the whole rollout, though it may end past the limit); the
+    policy's layers take no gradient until then."""
 
     def __init__(self, steps: int) -> None:
         super().__init__()
@@ -630,7 +631,7 @@ class CriticWarmupCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         policy = self.model.policy
-        learning = self.num_timesteps >= self.steps
+        learning = self.model.num_timesteps >= self.steps
         for module in (policy.mlp_extractor.policy_net, policy.action_net):
             module.requires_grad_(learning)
 
