@@ -145,11 +145,21 @@ _CATALOGUE: dict[str, list[Opponent]] = {
     "standard_4p": [
         *_ladder("standard_4p", 1000, "-1.4 ± 0.5", "-1.4 ± 0.6", "-0.5 ± 0.6", "0.5 ± 0.6"),
         Opponent(
+            "pretrained:standard_4p_vector",
+            "Early network",
+            "strong",
+            "the first four-player network: learned from strategic's moves, then by playing",
+            (Measured("+1.07 (+0.76 .. +1.38)", "strategic", 3000, RESULTS),),
+        ),
+        Opponent(
             "pretrained:standard_4p",
             "Network",
-            "strong",
-            "the shipped network for four players",
-            (Measured("+1.07 (+0.76 .. +1.38)", "strategic", 3000, RESULTS),),
+            "very strong",
+            "the shipped network: learned from a search that reads what the other three players' moves say about their hands",
+            (
+                Measured("+0.35 (+0.05 .. +0.64)", "search", 3000, RESULTS),
+                Measured("+1.12 (+0.83 .. +1.42)", "strategic", 3000, RESULTS),
+            ),
         ),
     ],
     "partnership": [

@@ -261,7 +261,7 @@ GUIDED = [
     ("partnership", "search:worlds=4,prior=pretrained:partnership_vector,belief=prior,confidence=0"),
     *(
         (preset, f"search:worlds=4,prior=pretrained:{prior},belief=prior,playout={playout}")
-        for preset, prior in (("standard_3p", "standard_3p_vector"), ("standard_4p", "standard_4p"))
+        for preset, prior in (("standard_3p", "standard_3p_vector"), ("standard_4p", "standard_4p_vector"))
         for playout in ("heuristic", "policy")
     ),
     ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior"),
@@ -314,7 +314,7 @@ def test_a_guided_search_reading_another_encoding_writes_its_priors_input_and_pl
     assert decided > 20 and scored
 
 
-@pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
+@pytest.mark.parametrize("preset", ["standard", "standard_3p", "standard_4p", "partnership"])
 def test_a_search_guided_by_a_tracked_prior_writes_who_placed_what_in_its_worlds(preset):
     """A prior that reads "tracked" sees, in the worlds the search lays out, the round's
     moves as the search read them from "history": a search that never overrides its prior
@@ -350,7 +350,7 @@ def test_guided_search_plays_legal_moves_with_three_players():
         env.step(action)
 
 
-def _positions(rules: Rules, count: int) -> list[dict]:
+def _positions(rules: Rules, count: int, encoding: str = "vector") -> list[dict]:
     """Observations of the seat to move after a few random moves of ``count`` fresh rounds."""
     rng = np.random.default_rng(0)
     found = []
@@ -360,10 +360,52 @@ def _positions(rules: Rules, count: int) -> list[dict]:
         for _ in range(int(rng.integers(1, 9))):
             env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
         if not env.episode_over:
-            found.append(env.observe(env.agent_selection))
+            found.append(env.observe(env.agent_selection, encoding))
         if len(found) == count:
             return found
     raise AssertionError("too few positions")
+
+
+@pytest.mark.parametrize("preset", ["standard_3p", "standard_4p", "partnership"])
+def test_a_sampled_world_with_the_rounds_record_is_observed_in_tracked_as_the_real_position(preset):
+    """A world laid out with the round's moves as "history" lists them (relative seats, this
+    seat 0) is observed in "tracked" from the searching seat exactly as the real position:
+    who placed which tile against which ends, at every seat count."""
+    from block_env.batched import BatchedGames
+    from block_env.observations import batch_encoder
+
+    rules = Rules.preset(preset)
+    tracked = batch_encoder(rules, "tracked")
+    search = make_agent(f"search:worlds=3,prior=pretrained:{preset},playout=policy", rules, seed=0)
+    rng = np.random.default_rng(1)
+    for seed in range(4):
+        env = raw_env(rules)
+        env.reset(seed=seed)
+        for _ in range(int(rng.integers(4, 12))):
+            env.step(int(rng.choice(np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))))
+        history, real = (env.observe(env.agent_selection, e) for e in ("history", "tracked"))
+        k = search.view(history)
+        moves = read_moves(history, rules)
+        dealt = search.sample_worlds(k)
+        seats, actions = (np.array([[m[i] for m in moves]] * len(dealt), dtype=np.int64) for i in (0, 1))
+        games = BatchedGames(rules, len(dealt))
+        games.set_positions(
+            dealt, ends=k.ends, played=np.array([k.played >> i & 1 for i in range(rules.tile_set.num_tiles)], bool),
+            current=0, leader=k.leader, passes=k.passes, voids=np.array(k.voids), opening=k.opening,
+            scores=np.array(k.scores), record=(actions, seats, len(moves)),
+        )  # fmt: skip
+        seen = tracked(games, np.arange(len(dealt)), np.zeros(len(dealt), dtype=np.int64))
+        assert len(moves) >= 4 and all(np.array_equal(row, real["observation"]) for row in seen)
+    with pytest.raises(ValueError, match=r"record num_moves must be in 0\.\.2"):
+        games.set_positions(
+            dealt, ends=None, played=np.zeros(rules.tile_set.num_tiles, bool), current=0, leader=0, passes=0,
+            voids=np.zeros(rules.num_players, np.int64), record=(actions[:, :2], seats[:, :2], 3),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match=r"record moves and move_seats are \(3, K\) arrays"):
+        games.set_positions(
+            dealt, ends=None, played=np.zeros(rules.tile_set.num_tiles, bool), current=0, leader=0, passes=0,
+            voids=np.zeros(rules.num_players, np.int64), record=(actions[:1], seats[:1], 1),
+        )  # fmt: skip
 
 
 def test_a_sampled_world_is_observed_exactly_as_the_real_position():
