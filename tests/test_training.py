@@ -644,6 +644,13 @@ def test_exploit_refuses_a_human_target():
         exploit_config("human", "standard", 1000)
 
 
+def _every_seats_first_observation(rules: Rules) -> np.ndarray:
+    """Each seat's observation at the start of one round (seed 3)."""
+    env = raw_env(rules)
+    env.reset(seed=3)
+    return np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+
+
 def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
     """pretrain.init_from copies the agent's policy network (and value head): the step-0
     agent decides exactly as the source; another network shape is refused by name."""
@@ -656,9 +663,7 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
 
     train(config_from_dict(values), out, progress=False)
     rules = Rules()
-    env = raw_env(rules)
-    env.reset(seed=3)
-    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    obs = _every_seats_first_observation(rules)
     start, before = make_agent(f"policy:{out / 'step_0'}", rules), make_agent(f"policy:{source}", rules)
     np.testing.assert_array_equal(start.logits(obs), before.logits(obs))
     np.testing.assert_array_equal(start.values(obs), before.values(obs))
@@ -685,9 +690,7 @@ def test_a_critic_warmup_holds_the_policy_while_the_value_network_learns(
     out = tmp_path / "warmup"
     train(config_from_dict(values), out, progress=False)
     rules = Rules()
-    env = raw_env(rules)
-    env.reset(seed=3)
-    obs = np.stack([env.observe(a)["observation"] for a in env.possible_agents])
+    obs = _every_seats_first_observation(rules)
     start, end = make_agent(f"policy:{out / 'step_0'}", rules), make_agent(f"policy:{out / 'final'}", rules)
     assert np.array_equal(start.logits(obs), end.logits(obs)) != policy_moves
 
