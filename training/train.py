@@ -630,7 +630,10 @@ class CriticWarmupCallback(BaseCallback):
         self.steps = steps
 
     def _on_rollout_start(self) -> None:
+        from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
         policy = self.model.policy
+        assert isinstance(policy, MaskableActorCriticPolicy)  # the asymmetric critic's policy is one too
         learning = self.model.num_timesteps >= self.steps
         for module in (policy.mlp_extractor.policy_net, policy.action_net):
             module.requires_grad_(learning)
