@@ -6,6 +6,7 @@ as it finishes (:mod:`block_env.arena.records`), so that an interrupted run resu
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -143,18 +144,64 @@ def _play(
         yield from zip((t[1] for t in tasks), pool.map(_play_deal_task, tasks, chunksize=chunk))
 
 
+#: Seconds between two progress lines where the output is not a terminal (a log file).
+PLAIN_PROGRESS_SECONDS = 30.0
+
+
 @contextmanager
 def progress_bar(enabled: bool, total: int, description: str) -> Iterator[Callable[..., None]]:
-    """Yields ``advance(steps=1)``: a rich progress bar, or nothing when ``enabled`` is False."""
+    """Yields ``advance(steps=1)``: a rich progress bar on a terminal; where the output is
+    redirected (a long run logged to a file, where a live bar would show only at its end) a
+    plain line every :data:`PLAIN_PROGRESS_SECONDS` and at the end; nothing when ``enabled``
+    is False."""
     if not enabled:
         yield lambda steps=1: None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
+    console = Console()
+    if not (console.is_terminal or console.is_jupyter):
+        yield plain_progress(total, description)
+        return
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*columns) as progress:
         task = progress.add_task(description, total=total)
         yield lambda steps=1: progress.advance(task, steps)
+
+
+def plain_progress(
+    total: int, description: str, every: float = PLAIN_PROGRESS_SECONDS, clock: Callable[[], float] = time.monotonic
+) -> Callable[..., None]:
+    """``advance(steps=1)`` that prints "description: done/total (percent), elapsed, time
+    left" when ``every`` seconds have passed since the last line, and when done reaches total."""
+    started = last = clock()
+    done = 0
+
+    def advance(steps: int = 1) -> None:
+        nonlocal done, last
+        done += steps
+        now = clock()
+        if now - last < every and done < total:
+            return
+        last, elapsed = now, now - started
+        left = f", about {clock_time(elapsed * (total - done) / done)} left" if 0 < done < total else ""
+        print(
+            f"{description}: {done}/{total} ({100 * done / max(total, 1):.0f}%), {clock_time(elapsed)} elapsed{left}",
+            flush=True,
+        )
+
+    return advance
+
+
+def clock_time(seconds: float) -> str:
+    """``seconds`` as h:mm:ss.
+
+    >>> clock_time(3725.4)
+    '1:02:05'
+    """
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{secs:02d}"
 
 
 def evaluate_into(

@@ -256,3 +256,28 @@ def test_threads_play_deals_at_once_each_in_an_env_of_its_own():
     assert len({env for env, _ in played}) == 4
     assert [records for _, batch in played for records in batch] == [play_deal(config, d, d) for d in range(12)]
     assert arena_env(config.rules, config.episode) is arena_env(config.rules, config.episode)
+
+
+def test_redirected_progress_prints_a_line_per_interval_and_at_the_end(capsys):
+    from block_env.arena.play import plain_progress
+
+    now = [0.0]
+    advance = plain_progress(10, "deals", every=30.0, clock=lambda: now[0])
+    for _ in range(4):  # 4 deals in 20 s: no line yet
+        now[0] += 5.0
+        advance()
+    assert capsys.readouterr().out == ""
+    now[0] += 10.0  # 30 s since the start
+    advance()
+    assert capsys.readouterr().out == "deals: 5/10 (50%), 0:00:30 elapsed, about 0:00:30 left\n"
+    for _ in range(5):  # the last deal prints however soon it comes
+        advance()
+    assert capsys.readouterr().out == "deals: 10/10 (100%), 0:00:30 elapsed\n"
+
+
+def test_a_progress_bar_where_output_is_redirected_prints_plain_lines(capsys):
+    from block_env.arena.play import progress_bar
+
+    with progress_bar(True, 3, "teacher decisions") as advance:
+        advance(3)
+    assert capsys.readouterr().out.startswith("teacher decisions: 3/3 (100%)")
