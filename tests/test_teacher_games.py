@@ -32,7 +32,7 @@ def teacher_config(teacher: str, decisions: int, workers: int, **pretrain):
 
 
 def assert_same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
-    assert sorted(a) == sorted(b) == ["actions", "masks", "observations", "returns"]
+    assert sorted(a) == sorted(b) == ["actions", "masks", "observations", "returns", "seats"]
     for key in a:
         assert a[key].dtype == b[key].dtype and a[key].tobytes() == b[key].tobytes(), key
 
@@ -165,3 +165,39 @@ def test_train_with_ray_starts_a_local_ray_and_warm_starts_from_the_same_decisio
     assert sorted(weights["ray"]) == sorted(weights["processes"])
     for key, tensor in weights["processes"].items():
         assert torch.equal(weights["ray"][key], tensor), key
+
+
+def test_played_by_plays_its_own_moves_while_the_teacher_labels_every_decision():
+    """The labels stay the teacher's moves at each recorded position; the positions are those
+    the played_by agent's moves reach (the teacher's own games when it is the teacher)."""
+    from block_env import Rules
+    from block_env.agents import make_agent
+
+    own = collect_teacher_decisions(teacher_config("greedy", 150, 1), progress=False)
+    assert_same_arrays(own, collect_teacher_decisions(teacher_config("greedy", 150, 1, played_by="greedy"), False))
+    played = collect_teacher_decisions(teacher_config("greedy", 150, 1, played_by="random"), progress=False)
+    assert played["observations"].tobytes() != own["observations"].tobytes()
+    greedy = make_agent("greedy", Rules())
+    for obs, mask, action in zip(played["observations"], played["masks"], played["actions"]):
+        assert greedy.act({"observation": obs, "action_mask": mask.astype(np.int8)}) == action
+
+
+def test_against_labels_one_side_a_game_in_turn_and_seats_that_agent_at_the_others():
+    values = yaml.safe_load(TINY.read_text()) | {"rules": "partnership"}
+    values["pretrain"] = {"teacher": "greedy", "decisions": 300, "against": "random"}
+    sides = collect_teacher_decisions(config_from_dict(values), progress=False)["seats"] % 2
+    runs = [int(side) for k, side in enumerate(sides) if k == 0 or side != sides[k - 1]]
+    assert len(runs) > 2 and runs == [k % 2 for k in range(len(runs))]  # side 0's game, then side 1's, ...
+    values["pretrain"].pop("against")
+    every_seat = collect_teacher_decisions(config_from_dict(values), progress=False)["seats"]
+    assert sorted(set(every_seat[:12].tolist())) == [0, 1, 2, 3]  # the first game labels all four seats
+
+
+@pytest.mark.parametrize("key", ["played_by", "against"])
+def test_played_by_and_against_need_a_teacher_and_a_known_agent(key):
+    with pytest.raises(ValueError, match=rf"pretrain\.{key} \('random'\) needs pretrain.teacher"):
+        config_from_dict(yaml.safe_load(TINY.read_text()) | {"pretrain": {"teacher": None, key: "random"}})
+    with pytest.raises(ValueError, match=rf"pretrain\.{key}"):
+        teacher_config("greedy", 10, 1, **{key: "no_such_agent"})
+    with pytest.raises(ValueError, match=rf"pretrain\.{key} cannot be 'human'"):
+        teacher_config("greedy", 10, 1, **{key: "human"})

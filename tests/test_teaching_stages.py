@@ -33,6 +33,7 @@ def tiny(**changes: object) -> dict:
             r"pretrain\.teacher names \{prior\}.*pretrain\.prior is not set",
         ),
         ({"init_from": "{prior}", "teacher": None}, r"pretrain\.init_from names \{prior\}"),
+        ({"played_by": "{prior}"}, r"pretrain\.played_by names \{prior\}"),
         ({"prior": {"teacher": "policy:{prior}"}}, r"pretrain\.prior\.teacher cannot name \{prior\}"),
         ({"prior": {"decisionz": 10}}, r"unknown config key\(s\) pretrain\.prior\.decisionz"),
         ({"prior": {"decisions": 0}}, r"pretrain\.prior\.decisions must be a positive"),
@@ -112,3 +113,14 @@ def test_an_inferring_teacher_guided_by_the_prior_teaches_with_its_move_values(t
     summary = train(config_from_dict(values), tmp_path / "run", progress=False)
     assert summary["pretrain"]["decisions"] == 40
     assert (tmp_path / "run" / "prior" / "agent.json").is_file()
+
+
+def test_the_prior_plays_the_warm_starts_teacher_games_when_played_by_names_it(tmp_path):
+    """``played_by: {prior}`` resolves to the run's prior, whose moves the teacher games play."""
+    from block_env.training.train import RunPaths, with_prior
+
+    values = tiny()
+    values["pretrain"] = {"prior": {"teacher": "strategic"}, "played_by": "{prior}", "against": "{prior}"}
+    resolved = with_prior(config_from_dict(values), RunPaths(tmp_path)).pretrain
+    assert resolved.played_by == resolved.against == f"policy:{tmp_path / 'prior'}"
+    assert resolved.teacher == "strategic" and resolved.init_from is None

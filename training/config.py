@@ -203,9 +203,18 @@ class PretrainConfig:
     move searched, not only which was best)."""
     temperature: float = 1.0
     """Points per round of the "values" targets' softmax."""
+    played_by: str | None = None
+    """Agent spec whose moves are played at the labelled seats, while the teacher still labels
+    every decision there: the learner's own network (``init_from``'s, or ``{prior}``) makes the
+    teacher correct the positions the learner itself reaches (DAgger), not only the teacher's
+    own; null: the teacher's moves are played."""
+    against: str | None = None
+    """Agent spec at the other sides' seats, unlabelled: each teacher game labels one side
+    (a seat, or both seats of a partnership), the sides in turn game by game, as the arena
+    seats a learner against its opponents; null: the teacher at every seat, all labelled."""
     prior: PriorConfig | None = None
-    """A first imitation stage whose network ``teacher`` and ``init_from`` may name as
-    ``{prior}``; null: none."""
+    """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
+    ``against`` may name as ``{prior}``; null: none."""
 
     def validate(self) -> None:
         if self.prior is not None:
@@ -216,7 +225,7 @@ class PretrainConfig:
             raise ValueError(
                 f'pretrain.targets "values" needs a search teacher (its move values), got {self.teacher!r}'
             )
-        for name, spec in (("pretrain.teacher", self.teacher), ("pretrain.init_from", self.init_from)):
+        for name, spec in self.named_specs():
             if spec is not None and PRIOR_PLACEHOLDER in spec and self.prior is None:
                 raise ValueError(f"{name} names {PRIOR_PLACEHOLDER} ({spec!r}) but pretrain.prior is not set")
         if self.init_from is not None and self.init_from != PRIOR_PLACEHOLDER:
@@ -226,6 +235,11 @@ class PretrainConfig:
                 raise ValueError(f"pretrain.init_from: {e}") from None
             if kind != "policy":  # pretrained:NAME parses as the policy at its folder
                 raise ValueError(f"pretrain.init_from must be pretrained:NAME or policy:PATH, got {self.init_from!r}")
+        for name, spec in (("pretrain.played_by", self.played_by), ("pretrain.against", self.against)):
+            if spec is not None and self.teacher is None:
+                raise ValueError(f"{name} ({spec!r}) needs pretrain.teacher: it plays the teacher games")
+            if spec is not None and spec != PRIOR_PLACEHOLDER:  # the prior: a network, built once trained
+                _unattended_spec(name, spec)
         if self.teacher is not None:
             _unattended_spec("pretrain.teacher", self.teacher)
         check_number("pretrain.decisions", self.decisions, positive=True)
@@ -235,6 +249,15 @@ class PretrainConfig:
         check_int("pretrain.workers", self.workers, low=1)
         if self.ray_address is not None and not self.ray_address.strip():
             raise ValueError("pretrain.ray_address must be 'local', 'auto' or a Ray cluster's address, got ''")
+
+    def named_specs(self) -> tuple[tuple[str, str | None], ...]:
+        """The agent specs of the warm start, by config key: those that may name ``{prior}``."""
+        return (
+            ("pretrain.teacher", self.teacher),
+            ("pretrain.init_from", self.init_from),
+            ("pretrain.played_by", self.played_by),
+            ("pretrain.against", self.against),
+        )
 
 
 @dataclass(frozen=True)
@@ -432,10 +455,7 @@ class TrainConfig:
         if self.pretrain.prior is not None:
             specs.append(("pretrain.prior.teacher", self.pretrain.prior.teacher))
         # A spec naming {prior} is built only once that stage has trained it.
-        for name, spec in (
-            ("pretrain.teacher", self.pretrain.teacher),
-            ("pretrain.init_from", self.pretrain.init_from),
-        ):
+        for name, spec in self.pretrain.named_specs():
             if spec is not None and PRIOR_PLACEHOLDER not in spec:
                 specs.append((name, spec))
         rules = self.resolved_rules()

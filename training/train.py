@@ -221,10 +221,12 @@ def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
 
 
 def collect_teacher_decisions(config: TrainConfig, progress: bool = True) -> dict[str, np.ndarray]:
-    """Play teacher-vs-teacher episodes (one teacher per seat, each reading its own encoding);
-    keep every decision with two or more legal moves: the learner's observation of it (with
+    """Play teacher-vs-teacher episodes (one teacher per seat, each reading its own encoding;
+    with ``pretrain.against``, one side's seats in turn, that agent at the others; with
+    ``pretrain.played_by``, its moves played while the teacher labels them); keep every
+    labelled decision with two or more legal moves: the learner's observation of it (with
     the asymmetric critic, the hidden hands appended as the vector env's privileged
-    observations have them), mask, the teacher's action and the deciding seat's scaled
+    observations have them), mask, the teacher's action, the deciding seat and its scaled
     episode return (in the training reward mode), for the value head. With
     ``pretrain.workers`` above 1 the episodes are shared out among that many processes, or
     Ray tasks with ``pretrain.ray_address`` (the same decisions either way). ``progress``: a
@@ -271,24 +273,37 @@ def _teacher_games(
     rules = config.resolved_rules()
     assert config.pretrain.teacher is not None
     env = raw_env(rules, episode=config.episode, reward=config.reward, observation=config.observation)
-    teachers = [
-        make_agent(config.pretrain.teacher, rules, seed=derive_seed(config.seed, "teacher", seat))
-        for seat in range(rules.num_players)
-    ]
+    pretrain = config.pretrain
+
+    def per_seat(spec: str | None, stream: str) -> list[Any]:
+        if spec is None:
+            return [None] * rules.num_players
+        return [
+            make_agent(spec, rules, seed=derive_seed(config.seed, stream, seat)) for seat in range(rules.num_players)
+        ]
+
+    teachers, played_by, against = (
+        per_seat(pretrain.teacher, "teacher"),
+        per_seat(pretrain.played_by, "played_by"),
+        per_seat(pretrain.against, "against"),
+    )
     observations, masks, actions, returns = [], [], [], []
     values: list[np.ndarray] = []  # each decision's move values, when the targets are values
     by_values = config.pretrain.targets == "values"
     seats: list[int] = []
 
     class RecordingTeacher:
-        """One seat's teacher, keeping each decision it makes with two or more legal moves."""
+        """One seat's teacher, keeping each decision it makes with two or more legal moves;
+        with a ``played_by`` agent, that agent's move is played instead of the teacher's."""
 
-        def __init__(self, teacher: Any) -> None:
-            self.teacher = teacher
+        def __init__(self, teacher: Any, played_by: Any) -> None:
+            self.teacher, self.played_by = teacher, played_by
             self.observation = teacher.observation  # play_moves hands it its own encoding
 
         def reset(self, seed: int | None = None) -> None:
             self.teacher.reset(seed)
+            if self.played_by is not None:
+                self.played_by.reset(None if seed is None else derive_seed(seed, "played_by"))
 
         def act(self, obs: dict[str, np.ndarray]) -> int:
             deciding = obs["action_mask"].sum() > 1
@@ -310,11 +325,17 @@ def _teacher_games(
                 masks.append(obs["action_mask"].astype(bool))
                 actions.append(action)
                 seats.append(env.seat_of(agent))
-            return action
+            if self.played_by is None:
+                return action
+            return self.played_by.act(env.observe(env.agent_selection, self.played_by.observation))
 
-    players = [RecordingTeacher(teacher) for teacher in teachers]
+    recording = [RecordingTeacher(teacher, played) for teacher, played in zip(teachers, played_by)]
     episode = worker
     while len(actions) < wanted:
+        players: list[Any] = recording
+        if pretrain.against is not None:  # one side labelled, the sides in turn game by game
+            side = episode % rules.num_sides
+            players = [recording[s] if rules.side_of(s) == side else against[s] for s in range(rules.num_players)]
         env.reset(seed=derive_seed(config.seed, "teacher_games", episode))
         for seat, player in enumerate(players):
             player.reset(seed=derive_seed(derive_seed(config.seed, "teacher_games", episode), "seat", seat))
@@ -332,6 +353,7 @@ def _teacher_games(
         "masks": np.asarray(masks[:wanted]),
         "actions": np.asarray(actions[:wanted], dtype=np.int64),
         "returns": np.asarray(returns[:wanted], dtype=np.float32),
+        "seats": np.asarray(seats[:wanted], dtype=np.int64),
     }
     if by_values:
         data["values"] = np.asarray(values[:wanted], dtype=np.float32)
@@ -796,16 +818,14 @@ def train_prior(config: TrainConfig, paths: RunPaths, progress: bool = True) -> 
 
 
 def with_prior(config: TrainConfig, paths: RunPaths) -> TrainConfig:
-    """``config`` with ``{prior}`` in the warm start's teacher and ``init_from`` replaced by
-    the run's prior agent."""
+    """``config`` with ``{prior}`` in the warm start's agent specs (teacher, ``init_from``,
+    ``played_by``, ``against``) replaced by the run's prior agent."""
     spec = f"policy:{paths.agent(PRIOR)}"
-    pretrain = config.pretrain
-
-    def resolved(value: str | None) -> str | None:
-        return None if value is None else value.replace(PRIOR_PLACEHOLDER, spec)
-
-    pretrain = dataclasses.replace(pretrain, teacher=resolved(pretrain.teacher), init_from=resolved(pretrain.init_from))
-    return dataclasses.replace(config, pretrain=pretrain)
+    resolved = {
+        name.removeprefix("pretrain."): None if value is None else value.replace(PRIOR_PLACEHOLDER, spec)
+        for name, value in config.pretrain.named_specs()
+    }
+    return dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, **resolved))
 
 
 def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, float] | None:
