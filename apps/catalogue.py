@@ -172,16 +172,26 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             (Measured("+0.67 (+0.06 .. +1.28)", "strategic", 1000, RESULTS),),
         ),
         Opponent(
-            "pretrained:partnership",
-            "Network",
+            "pretrained:partnership_belief",
+            "Second network",
             "strong",
-            "the shipped network: learned from a search that reads the other three players' moves",
+            "the second partnership network: learned from a search that reads the other three players' moves",
             (
                 Measured("−1.29 (−2.00 .. −0.59)", "search", 1000, RESULTS),
                 Measured("+2.08 (+1.43 .. +2.72)", "strategic", 1000, RESULTS),
             ),
         ),
-        *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
+        Opponent(
+            "pretrained:partnership",
+            "Network",
+            "very strong",
+            "the shipped network: learned from that search guided by the second network, every move's searched value",
+            (
+                Measured("−0.27 (−0.92 .. +0.38)", "search", 1000, RESULTS),
+                Measured("+2.62 (+2.01 .. +3.23)", "strategic", 1000, RESULTS),
+            ),
+        ),
+        *_PARTNERSHIP_LADDER[3:],  # search: level with the shipped network, stronger than the others
         Opponent(
             "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0",
             "Search + network",
