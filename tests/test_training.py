@@ -426,6 +426,18 @@ def test_main_job_trains_then_evaluates_against_the_baselines(tmp_path, capsys):
     assert (out / "arena" / "summary.md").is_file() and (out / "arena" / "chart.png").is_file()
 
 
+def test_ppo_shows_its_steps_on_the_progress_bar_of_the_other_phases(tmp_path, capsys):
+    """Where the output is not a terminal (here, captured), PPO's bar is plain lines that end
+    at the run's total, not SB3's bar, which shows nothing in a log file until it ends."""
+    from block_env.training.train import train
+
+    config = load_config(TINY)
+    train(config, tmp_path / "run", progress=True)
+    total = f"{config.total_timesteps}/{config.total_timesteps} (100%)"
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("PPO steps: ")]
+    assert lines and lines[-1].startswith(f"PPO steps: {total}")
+
+
 def test_policy_agent_chooses_as_sb3_masked_predict(tiny_run):
     """The agent's fast path picks the same action as MaskablePPO's own predict()."""
     rules = Rules()

@@ -664,6 +664,23 @@ class CriticWarmupCallback(BaseCallback):
         return True
 
 
+class ProgressCallback(BaseCallback):
+    """PPO's env steps on :func:`progress_bar`'s ``advance``: the same bar as the other phases
+    (plain lines where the output goes to a file, which SB3's own bar leaves empty until the end)."""
+
+    def __init__(self, advance: Callable[..., None], steps: int) -> None:
+        super().__init__()
+        self.advance, self.left = advance, steps
+
+    def _on_step(self) -> bool:
+        # The last rollout may run past the total: the bar stops at it.
+        steps = min(self.training_env.num_envs, self.left)
+        if steps > 0:
+            self.advance(steps)
+            self.left -= steps
+        return True
+
+
 def make_callbacks(
     config: TrainConfig, paths: RunPaths, pool: list[str], phases: dict[str, float] | None = None
 ) -> list[Any]:
@@ -863,13 +880,11 @@ def learn(
     from stable_baselines3.common.callbacks import CallbackList
 
     try:
-        model.learn(
-            total_timesteps=steps,
-            callback=CallbackList(make_callbacks(config, paths, pool, phases)),
-            reset_num_timesteps=fresh,
-            progress_bar=progress,
-            tb_log_name="ppo",
-        )
+        with progress_bar(progress, steps, "PPO steps") as advance:
+            callbacks = [*make_callbacks(config, paths, pool, phases), ProgressCallback(advance, steps)]
+            model.learn(
+                total_timesteps=steps, callback=CallbackList(callbacks), reset_num_timesteps=fresh, tb_log_name="ppo"
+            )
     except KeyboardInterrupt:
         checkpoint = save_checkpoint(model, paths)
         print(f"interrupted at {model.num_timesteps} steps: resume with --resume {checkpoint}", flush=True)
