@@ -184,14 +184,14 @@ _CATALOGUE: dict[str, list[Opponent]] = {
         Opponent(
             "pretrained:partnership",
             "Network",
-            "very strong",
+            "strong",
             "the shipped network: learned from that search guided by the second network, every move's searched value",
             (
-                Measured("−0.27 (−0.92 .. +0.38)", "search", 1000, RESULTS),
-                Measured("+2.62 (+2.01 .. +3.23)", "strategic", 1000, RESULTS),
+                Measured("−0.54 (−0.93 .. −0.15)", "search", 3000, RESULTS),
+                Measured("+2.52 (+2.17 .. +2.88)", "strategic", 3000, RESULTS),
             ),
         ),
-        *_PARTNERSHIP_LADDER[3:],  # search: level with the shipped network, stronger than the others
+        *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
         Opponent(
             "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0",
             "Search + network",
