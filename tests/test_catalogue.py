@@ -55,12 +55,14 @@ def test_unknown_rules_are_refused_by_name():
 starlette = pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
-from block_env.apps.web import create_app  # noqa: E402
+from block_env.apps.web import Games, create_app  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    return TestClient(create_app())
+    # Seats every listed opponent of every preset: more new games than one address may start
+    # in a minute (the limit is tested in test_web_hostile.py).
+    return TestClient(create_app(Games(new_games_per_minute=0)))
 
 
 def test_the_endpoint_answers_the_catalogue(client):
