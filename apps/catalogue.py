@@ -182,13 +182,23 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:partnership",
-            "Network",
+            "pretrained:partnership_tracked",
+            "Third network",
             "strong",
-            "the shipped network: learned from that search guided by the second network, every move's searched value",
+            "the third partnership network: learned from that search guided by the second network, every move's searched value",
             (
                 Measured("−0.54 (−0.93 .. −0.15)", "search", 3000, RESULTS),
                 Measured("+2.52 (+2.17 .. +2.88)", "strategic", 3000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:partnership",
+            "Network",
+            "strong",
+            "the shipped network: learned from that search guided by the third network, every move's searched value",
+            (
+                Measured("−0.51 (−0.78 .. −0.23)", "search", 6000, RESULTS),
+                Measured("+2.66 (+2.29 .. +3.03)", "strategic", 3000, RESULTS),
             ),
         ),
         *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
