@@ -77,6 +77,13 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
         ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
         ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
+        ({"pretrain": {"decisions": 0}}, "pretrain.decisions must be a positive finite number, got 0"),
+        (
+            {"pretrain": {"earlier_decisions": "run/teacher_decisions.npz"}},
+            r"pretrain\.earlier_decisions must be a list",
+        ),
+        ({"pretrain": {"earlier_decisions": [" "]}}, r"pretrain\.earlier_decisions: an empty path"),
+        ({"pretrain": {"earlier_decisions": ["a.npz"], "decisions": -1}}, "pretrain.decisions must be an int >= 0"),
         ({"total_timesteps": 0}, "total_timesteps must be a finite number >= 1, got 0"),
         ({"expert": {"rounds": 1}, "observation": "history"}, "expert iteration needs observation 'vector'"),
         ({"expert": {"rounds": 1}, "episode": "match"}, "expert iteration needs episode 'round'"),
@@ -809,6 +816,41 @@ def test_a_vector_agent_starts_a_tracked_learner_that_decides_and_values_as_it_d
             "ppo": values["ppo"] | {"critic": "observation"},
         }
         config_from_dict(history | {"pretrain": {"init_from": f"policy:{tmp_path / 'tracked' / 'step_0'}"}})
+
+
+def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_playing(
+    tiny_run, tmp_path, monkeypatch
+):
+    """A run saves the decisions its teacher made; a later run names them in
+    pretrain.earlier_decisions and, with decisions: 0, fits to them alone (no teacher game);
+    decisions made under another encoding, or without move values for "values" targets, are
+    refused by name."""
+    from block_env.training import train as training
+    from block_env.training.teaching import load_decisions
+
+    kept = tiny_run / "teacher_decisions.npz"
+    values = yaml.safe_load(TINY.read_text())
+    data = load_decisions(kept, config_from_dict(values))
+    assert len(data["actions"]) == values["pretrain"]["decisions"] == len(data["observations"])
+    assert all(data["masks"][np.arange(len(data["actions"])), data["actions"]])
+
+    def no_teacher_games(*args, **kwargs):
+        raise AssertionError("a run with decisions: 0 played teacher games")
+
+    monkeypatch.setattr(training, "collect_teacher_decisions", no_teacher_games)
+    later = values | {"total_timesteps": 256}
+    later["pretrain"] = values["pretrain"] | {"decisions": 0, "earlier_decisions": [str(kept), str(kept)]}
+    summary = training.train(config_from_dict(later), tmp_path / "later", progress=False)
+    assert summary["pretrain"]["decisions"] == 2 * values["pretrain"]["decisions"]
+    assert not (tmp_path / "later" / "teacher_decisions.npz").exists()
+
+    with pytest.raises(ValueError, match=r"made with observation 'vector', this run has 'tracked'"):
+        load_decisions(kept, config_from_dict(values | {"observation": "tracked", "vec_env": "batched"}))
+    searched = values | {"pretrain": values["pretrain"] | {"teacher": "search", "targets": "values"}}
+    with pytest.raises(ValueError, match="holds no move values"):
+        load_decisions(kept, config_from_dict(searched))
+    with pytest.raises(ValueError, match="pretrain.earlier_decisions: no file"):
+        load_decisions(tmp_path / "missing.npz", config_from_dict(values))
 
 
 def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observation(tiny_run, tmp_path):

@@ -212,6 +212,11 @@ class PretrainConfig:
     """Agent spec at the other sides' seats, unlabelled: each teacher game labels one side
     (a seat, or both seats of a partnership), the sides in turn game by game, as the arena
     seats a learner against its opponents; null: the teacher at every seat, all labelled."""
+    earlier_decisions: tuple[str, ...] = ()
+    """Teacher decisions saved by earlier runs (each run keeps its own as
+    ``teacher_decisions.npz``), fitted together with this run's: data gathered over rounds.
+    Each must have been made under the same rules, encoding, critic and reward units. With
+    ``decisions: 0``, the policy is fitted to these alone and no teacher game is played."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""
@@ -242,7 +247,12 @@ class PretrainConfig:
                 _unattended_spec(name, spec)
         if self.teacher is not None:
             _unattended_spec("pretrain.teacher", self.teacher)
-        check_number("pretrain.decisions", self.decisions, positive=True)
+        if not all(path.strip() for path in self.earlier_decisions):
+            raise ValueError(f"pretrain.earlier_decisions: an empty path in {list(self.earlier_decisions)!r}")
+        if self.earlier_decisions:
+            check_int("pretrain.decisions", self.decisions, low=0)
+        else:
+            check_number("pretrain.decisions", self.decisions, positive=True)
         check_number("pretrain.epochs", self.epochs, positive=True)
         check_number("pretrain.batch_size", self.batch_size, positive=True)
         check_number("pretrain.learning_rate", self.learning_rate, positive=True)

@@ -6,6 +6,7 @@ search's move values), and the learner saved as an agent folder.
 from __future__ import annotations
 
 import functools
+import json
 import multiprocessing
 import queue
 from collections.abc import Callable, Iterable, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from block_env.agents.policy import policy_shape, save_agent
+from block_env.files import save_atomically
 from block_env.training.config import TrainConfig
 from block_env.training.reports import REPORT_SECONDS, Gathered, Reporter
 
@@ -138,6 +140,71 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
         activation=config.ppo.activation,
         value_scale=value_scale,
     )
+
+
+#: What must match between a saved set of teacher decisions and the run that fits to them:
+#: they fix the observation's layout (the critic's hidden hands included), the action space
+#: and the units of the value head's targets.
+DECISIONS_KEYS = ("rules", "observation", "critic", "episode", "reward", "reward_scale")
+
+
+def decisions_signature(config: TrainConfig) -> dict[str, Any]:
+    """The settings of ``config`` that a saved set of teacher decisions is only valid under."""
+    return {
+        "rules": config.resolved_rules().as_dict(),
+        "observation": config.observation,
+        "critic": config.ppo.critic,
+        "episode": config.episode,
+        "reward": config.reward,
+        "reward_scale": config.reward_scale,
+    }
+
+
+def save_decisions(path: Path, data: dict[str, np.ndarray], config: TrainConfig) -> None:
+    """A run's teacher decisions (the arrays :func:`fit_policy` reads) as a compressed ``.npz``,
+    with the settings they hold under and the teacher that made them: the slow part of a
+    recipe, kept for later rounds to fit again (``pretrain.earlier_decisions``)."""
+    about = {**decisions_signature(config), "teacher": config.pretrain.teacher}
+    save_atomically(path, lambda temporary: np.savez_compressed(temporary, about=np.array(json.dumps(about)), **data))
+
+
+def load_decisions(path: str | Path, config: TrainConfig) -> dict[str, np.ndarray]:
+    """The teacher decisions saved at ``path`` by an earlier run, checked to fit ``config``:
+    the same rules, encoding, critic and reward units (:data:`DECISIONS_KEYS`), and move values
+    when ``config`` fits to them."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"pretrain.earlier_decisions: no file {str(path)!r}")
+    try:
+        with np.load(path) as saved:
+            data = {key: saved[key] for key in saved.files}
+    except (OSError, ValueError) as e:
+        raise ValueError(
+            f"pretrain.earlier_decisions: {str(path)!r} is not a saved set of teacher decisions: {e}"
+        ) from None
+    if "about" not in data:
+        raise ValueError(f"pretrain.earlier_decisions: {str(path)!r} is not a saved set of teacher decisions")
+    about = json.loads(str(data.pop("about")))
+    wanted = decisions_signature(config)
+    for key in DECISIONS_KEYS:
+        if about.get(key) != wanted[key]:
+            raise ValueError(
+                f"pretrain.earlier_decisions: {str(path)!r} was made with {key} {about.get(key)!r}, "
+                f"this run has {wanted[key]!r}"
+            )
+    if config.pretrain.targets == "values" and "values" not in data:
+        raise ValueError(
+            f"pretrain.earlier_decisions: {str(path)!r} holds no move values (its teacher "
+            f'{about.get("teacher")!r} was fitted by choice); pretrain.targets is "values"'
+        )
+    return data
+
+
+def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict[str, np.ndarray]:
+    """Sets of teacher decisions as one, in order; only the arrays that ``targets`` fitting
+    reads from all of them (move values only for "values")."""
+    keys = ["observations", "masks", "actions", "returns", "seats"] + (["values"] if targets == "values" else [])
+    return {key: np.concatenate([part[key] for part in parts]) for key in keys}
 
 
 def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:

@@ -41,9 +41,12 @@ from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
     decisions_in_processes,
     fit_policy,
+    join_decisions,
+    load_decisions,
     move_value_targets,
     one_hot_targets,
     round_points_scale,
+    save_decisions,
     save_policy_agent,
 )
 
@@ -77,6 +80,10 @@ class RunPaths:
     @property
     def curve_png(self) -> Path:
         return self.root / "learning_curve.png"
+
+    @property
+    def teacher_decisions(self) -> Path:
+        return self.root / "teacher_decisions.npz"
 
     def agent(self, name: str) -> Path:
         return self.root / name
@@ -360,12 +367,19 @@ def _teacher_games(
     return data
 
 
-def imitate(model: Any, config: TrainConfig, progress: bool = True) -> dict[str, float]:
+def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path | None = None) -> dict[str, float]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
-    head), before PPO. Returns the final imitation accuracy and losses, and the seconds the
-    teacher games and the fitting took."""
+    head), before PPO: on ``pretrain.decisions`` of its decisions (saved at ``keep``, when
+    given) and those of ``pretrain.earlier_decisions``. Returns the final imitation accuracy
+    and losses, and the seconds the teacher games and the fitting took."""
     started = time.perf_counter()
-    data = collect_teacher_decisions(config, progress)
+    parts = [load_decisions(path, config) for path in config.pretrain.earlier_decisions]
+    if config.pretrain.decisions:
+        played = collect_teacher_decisions(config, progress)
+        if keep is not None:
+            save_decisions(keep, played, config)
+        parts.append(played)
+    data = join_decisions(parts, config.pretrain.targets)
     gathered = time.perf_counter()
     if config.pretrain.targets == "values":
         targets = move_value_targets(data["values"], config.pretrain.temperature)
@@ -854,7 +868,7 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
         init_from_agent(model, config)
         print(f"warm start: the policy of {config.pretrain.init_from}", flush=True)
     if config.pretrain.teacher is not None:
-        stats = imitate(model, config, progress)
+        stats = imitate(model, config, progress, keep=paths.teacher_decisions)
         print(
             f"warm start: imitated {config.pretrain.teacher} on {int(stats['decisions'])} decisions, "
             f"accuracy {stats['accuracy']:.1%}",
