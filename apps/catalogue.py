@@ -19,7 +19,7 @@ from block_env.rules import PRESETS
 @dataclass(frozen=True)
 class Measured:
     """One published head-to-head figure: ``figure`` is its text in ``where`` (a margin
-    and its interval, "+0.83 (+0.69 .. +0.96)" or "1.3 ± 0.4"), ``against`` the other agent."""
+    and its interval, "+0.71 (+0.61 .. +0.81)" or "1.3 ± 0.4"), ``against`` the other agent."""
 
     figure: str
     against: str
@@ -32,7 +32,7 @@ class Measured:
         return float(self.figure.split()[0].replace("−", "-"))
 
     def sentence(self, names: dict[str, str]) -> str:
-        """ "beats search by +0.83 points a round" (or "loses to ... by 1.29")."""
+        """ "beats search by +0.71 points a round" (or "loses to ... by 1.29")."""
         other = names.get(self.against, self.against)
         if self.margin >= 0:
             return f"beats {other} by +{self.margin:g} points a round"
@@ -51,7 +51,7 @@ class Opponent:
     measured: tuple[Measured, ...] = ()
 
     def strength(self, names: dict[str, str]) -> str:
-        """The picker's line: "strong: beats search by +0.83 points a round"."""
+        """The picker's line: "strong: beats search by +0.71 points a round"."""
         if not self.measured:
             return f"{self.level}: not measured on these rules"
         return f"{self.level}: {self.measured[0].sentence(names)}"
@@ -105,13 +105,24 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             (Measured("+0.25 (+0.11 .. +0.38)", "search", 4000, RESULTS),),
         ),
         Opponent(
+            "pretrained:standard_belief",
+            "Second network",
+            "very strong",
+            "the second network: learned from a search that reads what your moves say about your hand",
+            (
+                Measured("+0.68 (+0.58 .. +0.77)", "search", 8000, RESULTS),
+                Measured("+1.97 (+1.77 .. +2.17)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
             "pretrained:standard",
             "Network",
             "very strong",
-            "the shipped network: learned from a search that reads what your moves say about your hand",
+            "the shipped network: learned from that search guided by the second network, every move's searched value",
             (
-                Measured("+0.83 (+0.69 .. +0.96)", "search", 4000, RESULTS),
-                Measured("+1.97 (+1.77 .. +2.17)", "strategic", 2000, RESULTS),
+                Measured("+0.71 (+0.61 .. +0.81)", "search", 8000, RESULTS),
+                Measured("+0.19 (+0.11 .. +0.27)", "pretrained:standard_belief", 8000, RESULTS),
+                Measured("+2.21 (+2.00 .. +2.42)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(

@@ -11,10 +11,18 @@ from block_env.rules import PRESETS, Rules
 
 
 def test_agents_ship_and_stay_small():
-    shipped = {"standard", "standard_vector", "standard_3p", "standard_3p_vector", "standard_4p", "standard_4p_vector"}
+    shipped = {
+        "standard",
+        "standard_belief",
+        "standard_vector",
+        "standard_3p",
+        "standard_3p_vector",
+        "standard_4p",
+        "standard_4p_vector",
+    }
     partnership = {"partnership", "partnership_tracked", "partnership_belief", "partnership_vector"}
     assert shipped | partnership <= set(PRETRAINED)
-    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); ten
+    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); eleven
     # agents, four of them partnership networks, stay under 20 MiB.
     total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
     assert total < 20 * 2**20, f"{total} bytes of pretrained agents"
