@@ -689,6 +689,36 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
     values["ppo"]["net_arch"] = [16, 16]
     with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[16, 16\]"):
         train(config_from_dict(values), tmp_path / "other_shape", progress=False)
+    values["ppo"]["net_arch"] = [32, 32, 32]
+    with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[32, 32, 32\] .*policy_net\.4\.weight"):
+        train(config_from_dict(values), tmp_path / "deeper", progress=False)
+
+
+def test_init_from_into_wider_layers_starts_as_the_smaller_network_and_its_new_units_learn(tiny_run, tmp_path):
+    """A learner wider than the source (ppo.net_arch [48, 40] from [32, 32]) starts deciding
+    and valuing exactly as the source (its added units at zero weight into the rest), and
+    imitation moves the added units' weights too."""
+    import torch
+
+    source = tiny_run / "final"
+    values = yaml.safe_load(TINY.read_text())
+    values["ppo"] = values["ppo"] | {"net_arch": [48, 40]}
+    values["pretrain"] = {"init_from": f"policy:{source}", "teacher": None}
+    values["total_timesteps"] = 256
+    from block_env.training.train import train
+
+    train(config_from_dict(values), tmp_path / "wider", progress=False)
+    rules = Rules()
+    obs = _every_seats_first_observation(rules)
+    start, before = make_agent(f"policy:{tmp_path / 'wider' / 'step_0'}", rules), make_agent(f"policy:{source}", rules)
+    np.testing.assert_allclose(start.logits(obs), before.logits(obs), atol=1e-5)
+    np.testing.assert_allclose(start.values(obs), before.values(obs), atol=1e-5)
+
+    values["pretrain"] = {"init_from": f"policy:{source}", "teacher": "greedy", "decisions": 200, "epochs": 2}
+    train(config_from_dict(values), tmp_path / "taught", progress=False)
+    taught = make_agent(f"policy:{tmp_path / 'taught' / 'step_0'}", rules).policy.state_dict()
+    added = taught["mlp_extractor.policy_net.2.weight"][:32, 32:]  # added first-layer units into the source's
+    assert added.shape == (32, 16) and torch.count_nonzero(added) > 0
 
 
 @pytest.mark.parametrize("critic", ["observation", "full_information"])

@@ -173,9 +173,11 @@ class PretrainConfig:
 
     init_from: str | None = None
     """A trained agent (``pretrained:NAME`` or ``policy:PATH``) whose policy network the
-    learner starts from, before any imitation: the same rules, ``ppo.net_arch`` and
-    ``ppo.activation``, and the learner's encoding or one it holds ("vector" inside
-    "tracked": the first layer starts at zero weight on the other inputs). Its value head comes too: as the critic when the critic reads the
+    learner starts from, before any imitation: the same rules and ``ppo.activation``, as many
+    layers in ``ppo.net_arch``, each as wide or wider (the added units start at zero weight
+    into the source's, so a larger network begins as the smaller one), and the learner's
+    encoding or one it holds ("vector" inside "tracked": the first layer starts at zero weight
+    on the other inputs). Its value head comes too: as the critic when the critic reads the
     observation; as the full-information critic with zero weights on the hidden hands when the
     agent's values are in the learner's units (its ``value_scale`` is ``reward_scale`` over
     zero-sum rounds), else that critic starts fresh. null: a fresh network."""

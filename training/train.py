@@ -758,13 +758,18 @@ def build_model(config: TrainConfig, env: Any, paths: RunPaths) -> Any:
 
 
 def init_from_agent(model: Any, config: TrainConfig) -> None:
-    """Copy ``pretrain.init_from``'s policy network and its value head into the learner;
-    ValueError when its network has another shape. The first layers read its encoding's
+    """Copy ``pretrain.init_from``'s policy network and its value head into the learner, so
+    that it starts deciding and valuing as that agent; ValueError when the learner's network
+    cannot hold it (other layers, or one narrower). The first layers read its encoding's
     pieces where the learner's input has them (the same encoding, or one holding it, such as
-    "tracked" holding "vector") and start at zero weight on the learner's other inputs. An
-    asymmetric critic, which also reads the hidden hands, starts as the source's value head
-    that way when the source's values are in the learner's units (its ``value_scale`` is the
-    config's ``reward_scale`` over zero-sum rounds); otherwise it starts fresh."""
+    "tracked" holding "vector") and start at zero weight on the learner's other inputs. A
+    learner with wider hidden layers (``ppo.net_arch``) holds the source's units first: the
+    added units start as the learner's fresh ones do, at zero weight into the source's units
+    and the outputs (a larger network that begins as the smaller one, its new units free to
+    learn). An asymmetric critic, which also reads the hidden hands, starts as the source's
+    value head that way when the source's values are in the learner's units (its
+    ``value_scale`` is the config's ``reward_scale`` over zero-sum rounds); otherwise it starts
+    fresh."""
     import torch
 
     assert config.pretrain.init_from is not None
@@ -783,25 +788,34 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
         f"{ACTOR_KEYS[0]}0.weight": source_layout.columns_in(layout_for(rules, config.observation)),
         f"{CRITIC_KEYS[0]}0.weight": source_layout.columns_in(critic_layout),
     }
-    for key, tensor in source.policy.state_dict().items():
-        if not key.startswith(copied):
+    source_state = {key: tensor for key, tensor in source.policy.state_dict().items() if key.startswith(copied)}
+
+    def does_not_fit(key: str) -> ValueError:
+        return ValueError(
+            f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
+            f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
+        )
+
+    learner_keys = {key for key in state if key.startswith(copied)}
+    if learner_keys != set(source_state):
+        raise does_not_fit(", ".join(sorted(learner_keys ^ set(source_state))))
+    for key, tensor in source_state.items():
+        target = state[key]
+        units = tensor.shape[0]
+        if target.dim() != tensor.dim() or target.shape[0] < units:
+            raise does_not_fit(key)
+        if tensor.dim() == 1:  # a bias: the source's units first, the added ones as initialised
+            state[key] = target.clone()
+            state[key][:units] = tensor
             continue
-        target = state.get(key)
-        columns = first_layers.get(key)
-        if target is None or (
-            target.shape != tensor.shape
-            if columns is None
-            else (target.shape[0], len(columns)) != (tensor.shape[0], tensor.shape[1])
-        ):
-            raise ValueError(
-                f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
-                f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
-            )
-        if columns is None:
-            state[key] = tensor.clone()
-        else:  # each input column where the learner's input has it; the others at zero
-            state[key] = torch.zeros_like(target)
-            state[key][:, torch.as_tensor(columns)] = tensor
+        # Each input column where the learner's input has it: the mapped encoding's, or the
+        # source's units first in a wider layer; the source's units read nothing else.
+        columns = first_layers.get(key, range(tensor.shape[1]))
+        if len(columns) != tensor.shape[1] or max(columns) >= target.shape[1]:
+            raise does_not_fit(key)
+        state[key] = target.clone()
+        state[key][:units] = 0.0
+        state[key][:units, torch.as_tensor(list(columns))] = tensor
     model.policy.load_state_dict(state)
 
 
