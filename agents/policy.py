@@ -300,6 +300,7 @@ class PolicyAgent(Agent):
             )
         self.policy, self._actor, self._critic = _loaded_policy(*_folder_version(Path(path)))
         self.value_scale: float | None = metadata.get("value_scale")
+        self.activation: str = metadata["activation"]
         self.deterministic = deterministic
         self.name = f"policy:{Path(path).name}"
 

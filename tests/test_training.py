@@ -7,6 +7,7 @@ import csv
 import gc
 import io
 import json
+import re
 import warnings
 import zipfile
 from pathlib import Path
@@ -77,7 +78,11 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
         ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
         ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
-        ({"pretrain": {"decisions": 0}}, "pretrain.decisions must be a positive finite number, got 0"),
+        ({"pretrain": {"decisions": 0}}, "pretrain.decisions is 0 with no pretrain.earlier_decisions"),
+        (
+            {"pretrain": {"earlier_decisions": ["a.npz"], "teacher": None}},
+            "pretrain.earlier_decisions needs pretrain.teacher",
+        ),
         (
             {"pretrain": {"earlier_decisions": "run/teacher_decisions.npz"}},
             r"pretrain\.earlier_decisions must be a list",
@@ -689,6 +694,11 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
     values["ppo"]["net_arch"] = [16, 16]
     with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[16, 16\]"):
         train(config_from_dict(values), tmp_path / "other_shape", progress=False)
+    values["ppo"]["net_arch"] = [32, 32]
+    values["ppo"]["activation"] = "relu"
+    with pytest.raises(ValueError, match=r"uses activation 'tanh', ppo\.activation is 'relu'"):
+        train(config_from_dict(values), tmp_path / "other_activation", progress=False)
+    values["ppo"]["activation"] = "tanh"
     values["ppo"]["net_arch"] = [32, 32, 32]
     with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[32, 32, 32\] .*policy_net\.4\.weight"):
         train(config_from_dict(values), tmp_path / "deeper", progress=False)
@@ -852,17 +862,23 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
     tiny_run, tmp_path, monkeypatch
 ):
     """A run saves the decisions its teacher made; a later run names them in
-    pretrain.earlier_decisions and, with decisions: 0, fits to them alone (no teacher game);
-    decisions made under another encoding, or without move values for "values" targets, are
-    refused by name."""
+    pretrain.earlier_decisions and, with decisions: 0, fits to them alone (no teacher game),
+    or beside decisions of its own; a missing file is refused before any stage runs."""
     from block_env.training import train as training
     from block_env.training.teaching import load_decisions
 
     kept = tiny_run / "teacher_decisions.npz"
     values = yaml.safe_load(TINY.read_text())
-    data = load_decisions(kept, config_from_dict(values))
+    width = raw_env(Rules()).observation_space("player_0")["observation"].shape[0]
+    data = load_decisions(kept, config_from_dict(values), width, 57)
     assert len(data["actions"]) == values["pretrain"]["decisions"] == len(data["observations"])
     assert all(data["masks"][np.arange(len(data["actions"])), data["actions"]])
+
+    more = values | {"total_timesteps": 256}
+    more["pretrain"] = values["pretrain"] | {"decisions": 100, "earlier_decisions": [str(kept)]}
+    summary = training.train(config_from_dict(more), tmp_path / "more", progress=False)
+    assert summary["pretrain"]["decisions"] == values["pretrain"]["decisions"] + 100
+    assert len(np.load(tmp_path / "more" / "teacher_decisions.npz")["actions"]) == 100  # its own only
 
     def no_teacher_games(*args, **kwargs):
         raise AssertionError("a run with decisions: 0 played teacher games")
@@ -874,13 +890,41 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
     assert summary["pretrain"]["decisions"] == 2 * values["pretrain"]["decisions"]
     assert not (tmp_path / "later" / "teacher_decisions.npz").exists()
 
-    with pytest.raises(ValueError, match=r"made with observation 'vector', this run has 'tracked'"):
-        load_decisions(kept, config_from_dict(values | {"observation": "tracked", "vec_env": "batched"}))
-    searched = values | {"pretrain": values["pretrain"] | {"teacher": "search", "targets": "values"}}
-    with pytest.raises(ValueError, match="holds no move values"):
-        load_decisions(kept, config_from_dict(searched))
-    with pytest.raises(ValueError, match="pretrain.earlier_decisions: no file"):
-        load_decisions(tmp_path / "missing.npz", config_from_dict(values))
+    later["pretrain"]["earlier_decisions"] = [str(tmp_path / "missing.npz")]
+    with pytest.raises(ValueError, match=r"pretrain\.earlier_decisions: no file '.*missing\.npz'"):
+        training.train(config_from_dict(later), tmp_path / "missing", progress=False)
+    assert not (tmp_path / "missing").exists()
+
+
+def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):
+    """Another encoding, no move values for "values" targets, another input width, or a file
+    that is not a saved set of decisions: each refused with the file and what was wrong."""
+    from block_env.training.teaching import load_decisions
+
+    kept = tiny_run / "teacher_decisions.npz"
+    values = yaml.safe_load(TINY.read_text())
+    config = config_from_dict(values)
+    width = raw_env(Rules()).observation_space("player_0")["observation"].shape[0]
+    named = f"pretrain.earlier_decisions: '{kept}'"
+    tracked = config_from_dict(values | {"observation": "tracked", "vec_env": "batched"})
+    with pytest.raises(
+        ValueError, match=rf"{re.escape(named)} was made with observation 'vector', this run has 'tracked'"
+    ):
+        load_decisions(kept, tracked, width, 57)
+    searched = config_from_dict(values | {"pretrain": values["pretrain"] | {"teacher": "search", "targets": "values"}})
+    with pytest.raises(ValueError, match=rf"{re.escape(named)} holds no values \(its teacher 'strategic'"):
+        load_decisions(kept, searched, width, 57)
+    with pytest.raises(ValueError, match=rf"{re.escape(named)} holds observations of \({width},\)"):
+        load_decisions(kept, config, width + 1, 57)
+    single = tmp_path / "single.npy"
+    np.save(single, np.zeros(3))
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"PK\x03\x04 not a zip")
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, observations=np.zeros((2, width)))
+    for path in (single, garbage, plain):
+        with pytest.raises(ValueError, match=rf"'{re.escape(str(path))}' is not a saved set of teacher decisions"):
+            load_decisions(path, config, width, 57)
 
 
 def test_saved_agents_name_their_value_head_units_only_when_it_reads_the_observation(tiny_run, tmp_path):

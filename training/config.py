@@ -218,7 +218,9 @@ class PretrainConfig:
     """Teacher decisions saved by earlier runs (each run keeps its own as
     ``teacher_decisions.npz``), fitted together with this run's: data gathered over rounds.
     Each must have been made under the same rules, encoding, critic and reward units. With
-    ``decisions: 0``, the policy is fitted to these alone and no teacher game is played."""
+    ``decisions: 0``, the policy is fitted to these alone and no teacher game is played (a
+    ``teacher`` is still named: a search one for "values" targets). Paths are relative to the
+    working directory."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""
@@ -252,7 +254,14 @@ class PretrainConfig:
         if not all(path.strip() for path in self.earlier_decisions):
             raise ValueError(f"pretrain.earlier_decisions: an empty path in {list(self.earlier_decisions)!r}")
         if self.earlier_decisions:
+            if self.teacher is None:
+                raise ValueError(
+                    "pretrain.earlier_decisions needs pretrain.teacher (with decisions: 0 it plays no game, "
+                    'but it names how they are fitted: a search teacher for targets "values")'
+                )
             check_int("pretrain.decisions", self.decisions, low=0)
+        elif self.decisions == 0:
+            raise ValueError("pretrain.decisions is 0 with no pretrain.earlier_decisions: there is nothing to imitate")
         else:
             check_number("pretrain.decisions", self.decisions, positive=True)
         check_number("pretrain.epochs", self.epochs, positive=True)

@@ -9,6 +9,7 @@ import functools
 import json
 import multiprocessing
 import queue
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -142,14 +143,14 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
     )
 
 
-#: What must match between a saved set of teacher decisions and the run that fits to them:
-#: they fix the observation's layout (the critic's hidden hands included), the action space
-#: and the units of the value head's targets.
-DECISIONS_KEYS = ("rules", "observation", "critic", "episode", "reward", "reward_scale")
+#: The arrays of a set of teacher decisions that fitting reads ("values" only for move-value targets).
+DECISION_ARRAYS = ("observations", "masks", "actions", "returns", "seats")
 
 
 def decisions_signature(config: TrainConfig) -> dict[str, Any]:
-    """The settings of ``config`` that a saved set of teacher decisions is only valid under."""
+    """The settings a saved set of teacher decisions is valid under: they fix the observation's
+    layout (the critic's hidden hands included), the action space and the units of the value
+    head's targets."""
     return {
         "rules": config.resolved_rules().as_dict(),
         "observation": config.observation,
@@ -162,48 +163,66 @@ def decisions_signature(config: TrainConfig) -> dict[str, Any]:
 
 def save_decisions(path: Path, data: dict[str, np.ndarray], config: TrainConfig) -> None:
     """A run's teacher decisions (the arrays :func:`fit_policy` reads) as a compressed ``.npz``,
-    with the settings they hold under and the teacher that made them: the slow part of a
-    recipe, kept for later rounds to fit again (``pretrain.earlier_decisions``)."""
-    about = {**decisions_signature(config), "teacher": config.pretrain.teacher}
+    with the settings they hold under and where they came from: the slow part of a recipe,
+    kept for later rounds to fit again (``pretrain.earlier_decisions``)."""
+    pretrain = config.pretrain
+    about = {
+        **decisions_signature(config),
+        "teacher": pretrain.teacher,
+        "played_by": pretrain.played_by,
+        "against": pretrain.against,
+        "seed": config.seed,
+        "decisions": len(data["actions"]),
+    }
     save_atomically(path, lambda temporary: np.savez_compressed(temporary, about=np.array(json.dumps(about)), **data))
 
 
-def load_decisions(path: str | Path, config: TrainConfig) -> dict[str, np.ndarray]:
-    """The teacher decisions saved at ``path`` by an earlier run, checked to fit ``config``:
-    the same rules, encoding, critic and reward units (:data:`DECISIONS_KEYS`), and move values
-    when ``config`` fits to them."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"pretrain.earlier_decisions: no file {str(path)!r}")
+def load_decisions(path: str | Path, config: TrainConfig, width: int, actions: int) -> dict[str, np.ndarray]:
+    """The teacher decisions saved at ``path`` by an earlier run, checked to fit ``config``
+    (the same rules, encoding, critic and reward units; move values when it fits to them) and
+    a learner reading ``width`` inputs with ``actions`` actions; only the arrays fitting reads."""
+    where = f"pretrain.earlier_decisions: {str(path)!r}"
     try:
-        with np.load(path) as saved:
-            data = {key: saved[key] for key in saved.files}
-    except (OSError, ValueError) as e:
-        raise ValueError(
-            f"pretrain.earlier_decisions: {str(path)!r} is not a saved set of teacher decisions: {e}"
-        ) from None
-    if "about" not in data:
-        raise ValueError(f"pretrain.earlier_decisions: {str(path)!r} is not a saved set of teacher decisions")
-    about = json.loads(str(data.pop("about")))
-    wanted = decisions_signature(config)
-    for key in DECISIONS_KEYS:
-        if about.get(key) != wanted[key]:
+        saved = np.load(path)
+    except FileNotFoundError:
+        raise ValueError(f"pretrain.earlier_decisions: no file {str(path)!r}") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{where} is not a saved set of teacher decisions: {e}") from None
+    if not isinstance(saved, np.lib.npyio.NpzFile):
+        raise ValueError(f"{where} is not a saved set of teacher decisions (a single array)")
+    with saved:
+        try:
+            about = json.loads(str(saved["about"]))
+        except (KeyError, ValueError) as e:
+            raise ValueError(f"{where} is not a saved set of teacher decisions (no readable 'about': {e})") from None
+        wanted = decisions_signature(config)
+        for key, value in wanted.items():
+            if about.get(key) != value:
+                raise ValueError(f"{where} was made with {key} {about.get(key)!r}, this run has {value!r}")
+        keys = DECISION_ARRAYS + (("values",) if config.pretrain.targets == "values" else ())
+        missing = [key for key in keys if key not in saved.files]
+        if missing:
+            teacher = about.get("teacher")
             raise ValueError(
-                f"pretrain.earlier_decisions: {str(path)!r} was made with {key} {about.get(key)!r}, "
-                f"this run has {wanted[key]!r}"
+                f"{where} holds no {', '.join(missing)} (its teacher {teacher!r}; pretrain.targets is "
+                f"{config.pretrain.targets!r})"
             )
-    if config.pretrain.targets == "values" and "values" not in data:
+        data = {key: saved[key] for key in keys}
+    shape = data["observations"].shape[1:], data["masks"].shape[1:]
+    if shape != ((width,), (actions,)):
         raise ValueError(
-            f"pretrain.earlier_decisions: {str(path)!r} holds no move values (its teacher "
-            f'{about.get("teacher")!r} was fitted by choice); pretrain.targets is "values"'
+            f"{where} holds observations of {shape[0]} and masks of {shape[1]}; this learner reads "
+            f"({width},) with ({actions},) actions"
         )
     return data
 
 
 def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict[str, np.ndarray]:
     """Sets of teacher decisions as one, in order; only the arrays that ``targets`` fitting
-    reads from all of them (move values only for "values")."""
-    keys = ["observations", "masks", "actions", "returns", "seats"] + (["values"] if targets == "values" else [])
+    reads (move values only for "values"). One set is returned as it is, not copied."""
+    keys = DECISION_ARRAYS + (("values",) if targets == "values" else ())
+    if len(parts) == 1:
+        return {key: parts[0][key] for key in keys}
     return {key: np.concatenate([part[key] for part in parts]) for key in keys}
 
 

@@ -373,13 +373,17 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
     given) and those of ``pretrain.earlier_decisions``. Returns the final imitation accuracy
     and losses, and the seconds the teacher games and the fitting took."""
     started = time.perf_counter()
-    parts = [load_decisions(path, config) for path in config.pretrain.earlier_decisions]
+    width, actions = model.observation_space.shape[0], model.action_space.n
+    parts = [load_decisions(path, config, width, actions) for path in config.pretrain.earlier_decisions]
     if config.pretrain.decisions:
-        played = collect_teacher_decisions(config, progress)
+        parts.append(collect_teacher_decisions(config, progress))
         if keep is not None:
-            save_decisions(keep, played, config)
-        parts.append(played)
+            try:
+                save_decisions(keep, parts[-1], config)
+            except OSError as e:  # the decisions are still fitted: losing the copy is no reason to stop
+                print(f"warning: could not keep the teacher decisions at {keep}: {e}", flush=True)
     data = join_decisions(parts, config.pretrain.targets)
+    del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
     if config.pretrain.targets == "values":
         targets = move_value_targets(data["values"], config.pretrain.temperature)
@@ -777,6 +781,11 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     source = make_agent(config.pretrain.init_from, rules)
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
+    if source.activation != config.ppo.activation:
+        raise ValueError(
+            f"pretrain.init_from {config.pretrain.init_from!r}: its network uses activation {source.activation!r}, "
+            f"ppo.activation is {config.ppo.activation!r}"
+        )
     state = model.policy.state_dict()
     same_units = source.value_scale is not None and source.value_scale == round_points_scale(config)
     copied = ACTOR_KEYS + CRITIC_KEYS if not config.ppo.asymmetric or same_units else ACTOR_KEYS
@@ -934,6 +943,10 @@ def train(
 
     torch.set_num_threads(1)  # rollouts and SB3's env processes; the batched env's updates take every core
     paths = RunPaths(Path(out))
+    if resume is None:  # before any stage runs, not after an hour of the prior's teacher games
+        for path in config.pretrain.earlier_decisions:
+            if not Path(path).is_file():
+                raise ValueError(f"pretrain.earlier_decisions: no file {path!r}")
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
 
