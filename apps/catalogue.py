@@ -118,7 +118,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "pretrained:standard",
             "Network",
             "very strong",
-            "the shipped network: learned from that search guided by the second network, every move's searched value",
+            "the shipped network: learned every move's value from a search that reads your moves, guided by the second network",
             (
                 Measured("+0.71 (+0.61 .. +0.81)", "search", 8000, RESULTS),
                 Measured("+0.19 (+0.11 .. +0.27)", "pretrained:standard_belief", 8000, RESULTS),
@@ -196,7 +196,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "pretrained:partnership_tracked",
             "Third network",
             "strong",
-            "the third partnership network: learned from that search guided by the second network, every move's searched value",
+            "the third partnership network: learned every move's value from a search that reads all players' moves, guided by the second network",
             (
                 Measured("−0.54 (−0.93 .. −0.15)", "search", 3000, RESULTS),
                 Measured("+2.52 (+2.17 .. +2.88)", "strategic", 3000, RESULTS),
@@ -206,7 +206,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "pretrained:partnership",
             "Network",
             "strong",
-            "the shipped network: learned from that search guided by the third network, every move's searched value",
+            "the shipped network: learned every move's value from a search that reads all players' moves, guided by the third network",
             (
                 Measured("−0.51 (−0.78 .. −0.23)", "search", 6000, RESULTS),
                 Measured("+2.66 (+2.29 .. +3.03)", "strategic", 3000, RESULTS),
