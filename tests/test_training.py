@@ -863,7 +863,8 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
 ):
     """A run saves the decisions its teacher made; a later run names them in
     pretrain.earlier_decisions and, with decisions: 0, fits to them alone (no teacher game),
-    or beside decisions of its own; a missing file is refused before any stage runs."""
+    or beside decisions of its own; a missing file, or one made under other settings, is refused
+    before any stage runs."""
     from block_env.training import train as training
     from block_env.training.teaching import load_decisions
 
@@ -894,6 +895,10 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
     with pytest.raises(ValueError, match=r"pretrain\.earlier_decisions: no file '.*missing\.npz'"):
         training.train(config_from_dict(later), tmp_path / "missing", progress=False)
     assert not (tmp_path / "missing").exists()
+    later["pretrain"]["earlier_decisions"] = [str(kept)]
+    with pytest.raises(ValueError, match=r"was made with observation 'vector', this run has 'tracked'"):
+        training.train(config_from_dict(later | {"observation": "tracked", "vec_env": "batched"}), tmp_path / "other")
+    assert not (tmp_path / "other").exists()
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):

@@ -174,47 +174,68 @@ def save_decisions(path: Path, data: dict[str, np.ndarray], config: TrainConfig)
         "seed": config.seed,
         "decisions": len(data["actions"]),
     }
-    save_atomically(path, lambda temporary: np.savez_compressed(temporary, about=np.array(json.dumps(about)), **data))
+    arrays: dict[str, Any] = {"about": np.array(json.dumps(about)), **data}
+    save_atomically(path, lambda temporary: np.savez_compressed(temporary, allow_pickle=False, **arrays))
+
+
+def check_decisions(path: str | Path, config: TrainConfig) -> None:
+    """ValueError, naming ``path``, unless it holds teacher decisions saved under ``config``'s
+    settings (the same rules, encoding, critic and reward units) with every array fitting
+    reads (move values when it fits to them). Reads the file's header, not its arrays."""
+    with _opened(path) as saved:
+        _check_saved(saved, path, config)
 
 
 def load_decisions(path: str | Path, config: TrainConfig, width: int, actions: int) -> dict[str, np.ndarray]:
-    """The teacher decisions saved at ``path`` by an earlier run, checked to fit ``config``
-    (the same rules, encoding, critic and reward units; move values when it fits to them) and
-    a learner reading ``width`` inputs with ``actions`` actions; only the arrays fitting reads."""
-    where = f"pretrain.earlier_decisions: {str(path)!r}"
+    """The teacher decisions saved at ``path`` by an earlier run, checked as
+    :func:`check_decisions` does and to fit a learner reading ``width`` inputs with ``actions``
+    actions; only the arrays fitting reads."""
+    with _opened(path) as saved:
+        keys = _check_saved(saved, path, config)
+        data = {key: saved[key] for key in keys}
+    shape = data["observations"].shape[1:], data["masks"].shape[1:]
+    if shape != ((width,), (actions,)):
+        raise ValueError(
+            f"{_named(path)} holds observations of {shape[0]} and masks of {shape[1]}; this learner reads "
+            f"({width},) with ({actions},) actions"
+        )
+    return data
+
+
+def _named(path: str | Path) -> str:
+    return f"pretrain.earlier_decisions: {str(path)!r}"
+
+
+def _opened(path: str | Path) -> Any:
+    """The ``.npz`` at ``path``, open; ValueError naming it when it is missing or not one."""
     try:
         saved = np.load(path)
     except FileNotFoundError:
         raise ValueError(f"pretrain.earlier_decisions: no file {str(path)!r}") from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{where} is not a saved set of teacher decisions: {e}") from None
+        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions: {e}") from None
     if not isinstance(saved, np.lib.npyio.NpzFile):
-        raise ValueError(f"{where} is not a saved set of teacher decisions (a single array)")
-    with saved:
-        try:
-            about = json.loads(str(saved["about"]))
-        except (KeyError, ValueError) as e:
-            raise ValueError(f"{where} is not a saved set of teacher decisions (no readable 'about': {e})") from None
-        wanted = decisions_signature(config)
-        for key, value in wanted.items():
-            if about.get(key) != value:
-                raise ValueError(f"{where} was made with {key} {about.get(key)!r}, this run has {value!r}")
-        keys = DECISION_ARRAYS + (("values",) if config.pretrain.targets == "values" else ())
-        missing = [key for key in keys if key not in saved.files]
-        if missing:
-            teacher = about.get("teacher")
-            raise ValueError(
-                f"{where} holds no {', '.join(missing)} (its teacher {teacher!r}; pretrain.targets is "
-                f"{config.pretrain.targets!r})"
-            )
-        data = {key: saved[key] for key in keys}
-    shape = data["observations"].shape[1:], data["masks"].shape[1:]
-    if shape != ((width,), (actions,)):
+        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions (a single array)")
+    return saved
+
+
+def _check_saved(saved: Any, path: str | Path, config: TrainConfig) -> tuple[str, ...]:
+    """The arrays of ``saved`` that fitting under ``config`` reads, after checking its header."""
+    try:
+        about = json.loads(str(saved["about"]))
+    except (KeyError, ValueError) as e:
+        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions (no readable 'about': {e})") from None
+    for key, value in decisions_signature(config).items():
+        if about.get(key) != value:
+            raise ValueError(f"{_named(path)} was made with {key} {about.get(key)!r}, this run has {value!r}")
+    keys = DECISION_ARRAYS + (("values",) if config.pretrain.targets == "values" else ())
+    missing = [key for key in keys if key not in saved.files]
+    if missing:
         raise ValueError(
-            f"{where} holds observations of {shape[0]} and masks of {shape[1]}; this learner reads "
-            f"({width},) with ({actions},) actions"
+            f"{_named(path)} holds no {', '.join(missing)} (its teacher {about.get('teacher')!r}; "
+            f"pretrain.targets is {config.pretrain.targets!r})"
         )
-    return data
+    return keys
 
 
 def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict[str, np.ndarray]:

@@ -39,6 +39,7 @@ from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, Pretra
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
 from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
+    check_decisions,
     decisions_in_processes,
     fit_policy,
     join_decisions,
@@ -802,7 +803,7 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     def does_not_fit(key: str) -> ValueError:
         return ValueError(
             f"pretrain.init_from {config.pretrain.init_from!r}: its network does not fit ppo.net_arch "
-            f"{list(config.ppo.net_arch)} with activation {config.ppo.activation!r} ({key})"
+            f"{list(config.ppo.net_arch)} ({key})"
         )
 
     learner_keys = {key for key in state if key.startswith(copied)}
@@ -945,8 +946,7 @@ def train(
     paths = RunPaths(Path(out))
     if resume is None:  # before any stage runs, not after an hour of the prior's teacher games
         for path in config.pretrain.earlier_decisions:
-            if not Path(path).is_file():
-                raise ValueError(f"pretrain.earlier_decisions: no file {path!r}")
+            check_decisions(path, config)
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
 
