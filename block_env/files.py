@@ -12,6 +12,8 @@ import csv
 import io
 import os
 import shutil
+import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,16 +54,39 @@ def write_csv_atomically(path: str | Path, fieldnames: Sequence[str], rows: Iter
 
 def save_atomically(path: str | Path, save: Callable[[Path], object]) -> None:
     """Let ``save`` write a file at a temporary path beside ``path``, then rename it into place
-    (for savers that take a path, such as ``model.save`` or ``fig.savefig``)."""
+    (for savers that take a path, such as ``model.save`` or ``fig.savefig``). A Ctrl-C while it
+    writes is raised once the file is in place: a zip writer cut off mid-entry raises its own
+    error instead of KeyboardInterrupt, and the caller's handling of Ctrl-C would not run."""
     path = Path(path)
     temporary = _temporary(path)
     try:
-        save(temporary)
-        with open(temporary, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
+        with _interrupt_held():
+            save(temporary)
+            with open(temporary, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _interrupt_held() -> Iterator[None]:
+    """Hold SIGINT during the block and raise KeyboardInterrupt after it, if one came. Only
+    where Python's own handler is installed and in the main thread (where signals arrive)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

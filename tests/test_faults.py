@@ -4,6 +4,7 @@ record cut short, a crash while an agent is being saved."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -115,3 +116,29 @@ def test_a_crash_while_saving_an_agent_leaves_the_previous_one_loadable(tmp_path
     assert (folder / "policy.pth").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent"]  # no half-written folder left
     make_agent(f"policy:{folder}", rules)  # and it still loads
+
+
+def test_ctrl_c_while_a_file_is_saved_is_raised_once_the_file_is_in_place(tmp_path):
+    """A zip writer cut off mid-entry by Ctrl-C raises its own error, not KeyboardInterrupt; a
+    save through save_atomically finishes the file, then raises KeyboardInterrupt."""
+    import zipfile
+
+    from block_env.files import save_atomically
+
+    target = tmp_path / "model.zip"
+
+    def save(path):
+        with zipfile.ZipFile(path, "w") as archive, archive.open("data", "w") as entry:
+            entry.write(b"first half, ")
+            os.kill(os.getpid(), signal.SIGINT)
+            entry.write(b"second half")
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, as in a command
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            save_atomically(target, save)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with zipfile.ZipFile(target) as archive:
+        assert archive.read("data") == b"first half, second half"
