@@ -143,8 +143,14 @@ def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
     )
 
 
-#: The arrays of a set of teacher decisions that fitting reads ("values" only for move-value targets).
+#: The arrays of a set of teacher decisions that fitting reads, besides move values.
 DECISION_ARRAYS = ("observations", "masks", "actions", "returns", "seats")
+
+
+def fitted_arrays(targets: str) -> tuple[str, ...]:
+    """The arrays of a set of teacher decisions that fitting to ``targets`` reads: move values
+    too for "values"."""
+    return DECISION_ARRAYS + (("values",) if targets == "values" else ())
 
 
 def decisions_signature(config: TrainConfig) -> dict[str, Any]:
@@ -228,7 +234,7 @@ def _check_saved(saved: Any, path: str | Path, config: TrainConfig) -> tuple[str
     for key, value in decisions_signature(config).items():
         if about.get(key) != value:
             raise ValueError(f"{_named(path)} was made with {key} {about.get(key)!r}, this run has {value!r}")
-    keys = DECISION_ARRAYS + (("values",) if config.pretrain.targets == "values" else ())
+    keys = fitted_arrays(config.pretrain.targets)
     missing = [key for key in keys if key not in saved.files]
     if missing:
         raise ValueError(
@@ -241,7 +247,7 @@ def _check_saved(saved: Any, path: str | Path, config: TrainConfig) -> tuple[str
 def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict[str, np.ndarray]:
     """Sets of teacher decisions as one, in order; only the arrays that ``targets`` fitting
     reads (move values only for "values"). One set is returned as it is, not copied."""
-    keys = DECISION_ARRAYS + (("values",) if targets == "values" else ())
+    keys = fitted_arrays(targets)
     if len(parts) == 1:
         return {key: parts[0][key] for key in keys}
     return {key: np.concatenate([part[key] for part in parts]) for key in keys}
