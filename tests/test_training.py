@@ -88,6 +88,9 @@ def test_shipped_configs_are_valid():
             r"pretrain\.earlier_decisions must be a list",
         ),
         ({"pretrain": {"earlier_decisions": [" "]}}, r"pretrain\.earlier_decisions: an empty path"),
+        ({"pretrain": {"holdout": -0.1}}, r"pretrain\.holdout must be a finite number >= 0\.0"),
+        ({"pretrain": {"holdout": 1}}, r"pretrain\.holdout must be below 1"),
+        ({"pretrain": {"holdout": 0.1, "teacher": None}}, r"pretrain\.holdout \(0\.1\) needs pretrain\.teacher"),
         ({"pretrain": {"earlier_decisions": ["a.npz"], "decisions": -1}}, "pretrain.decisions must be an int >= 0"),
         ({"total_timesteps": 0}, "total_timesteps must be a finite number >= 1, got 0"),
         ({"expert": {"rounds": 1}, "observation": "history"}, "expert iteration needs observation 'vector'"),
@@ -899,6 +902,49 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
     with pytest.raises(ValueError, match=r"was made with observation 'vector', this run has 'tracked'"):
         training.train(config_from_dict(later | {"observation": "tracked", "vec_env": "batched"}), tmp_path / "other")
     assert not (tmp_path / "other").exists()
+
+
+def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_kept(tiny_run, tmp_path):
+    """pretrain.holdout keeps the latest games' decisions out of the fit, reports the held-out
+    loss before fitting and after every pass, and keeps the network of the pass with the lowest
+    one: a fit that overfits a few decisions ends on an earlier pass than its last."""
+    from block_env.training.teaching import HeldOut, fit_policy, held_out_fit, load_decisions, split_held_out
+    from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env, train
+
+    kept = tiny_run / "teacher_decisions.npz"
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
+    values["pretrain"] = values["pretrain"] | {"decisions": 0, "earlier_decisions": [str(kept)], "holdout": 0.25}
+    summary = train(config_from_dict(values), tmp_path / "held", progress=False)["pretrain"]
+    total = yaml.safe_load(TINY.read_text())["pretrain"]["decisions"]
+    assert summary["held_out_decisions"] == round(0.25 * total) and summary["decisions"] == total - round(0.25 * total)
+    losses = [fit["loss"] for fit in summary["held_out_by_epoch"]]
+    assert len(losses) == values["pretrain"]["epochs"] + 1
+    assert summary["held_out_loss"] == min(losses) == losses[int(summary["kept_epoch"])]
+
+    config = config_from_dict(values)
+    env = make_vec_env(config, ["random"])
+    model = build_model(config, env, RunPaths(tmp_path / "model"))
+    env.close()
+    data = load_decisions(kept, config, model.observation_space.shape[0], model.action_space.n)
+    fitted, held = split_held_out(data, 0.5)
+    assert np.array_equal(np.concatenate([fitted["actions"], held["actions"]]), data["actions"])  # the latest held
+    few = {key: array[:16] for key, array in fitted.items()}
+    held_out = HeldOut(held["observations"], held["masks"], imitation_targets(held, config))
+    stats = fit_policy(
+        model,
+        few["observations"],
+        few["masks"],
+        imitation_targets(few, config),
+        few["returns"],
+        epochs=40,
+        batch_size=16,
+        learning_rate=0.01,
+        seed=0,
+        held_out=held_out,
+    )
+    losses = [fit["loss"] for fit in stats["held_out_by_epoch"]]
+    assert stats["kept_epoch"] < 40 and losses[-1] > stats["held_out_loss"] == min(losses)
+    assert held_out_fit(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):

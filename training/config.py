@@ -221,6 +221,11 @@ class PretrainConfig:
     ``decisions: 0``, the policy is fitted to these alone and no teacher game is played (a
     ``teacher`` is still named: a search one for "values" targets). Paths are relative to the
     working directory."""
+    holdout: float = 0.0
+    """Share of the decisions kept out of the fit to measure it (the latest games of each set:
+    this run's and each earlier one's): the held-out loss and agreement are reported before
+    fitting and after every pass, and the network of the pass with the lowest held-out loss is
+    kept (the start, when no pass helps). 0: every decision fitted, the last pass kept."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""
@@ -230,6 +235,12 @@ class PretrainConfig:
             self.prior.validate()
         check_choice("pretrain.targets", self.targets, EXPERT_TARGETS)
         check_number("pretrain.temperature", self.temperature, positive=True)
+        if check_number("pretrain.holdout", self.holdout, 0.0) >= 1:
+            raise ValueError(f"pretrain.holdout must be below 1 (a share of the decisions), got {self.holdout!r}")
+        if self.holdout and self.teacher is None:
+            raise ValueError(
+                f"pretrain.holdout ({self.holdout!r}) needs pretrain.teacher: it holds out teacher decisions"
+            )
         if self.targets == "values" and (self.teacher is None or parse_spec(self.teacher)[0] != "search"):
             raise ValueError(
                 f'pretrain.targets "values" needs a search teacher (its move values), got {self.teacher!r}'

@@ -12,6 +12,7 @@ import queue
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -292,13 +293,21 @@ def fit_policy(
     learning_rate: float,
     seed: int,
     advance: Callable[[int], None] | None = None,
-) -> dict[str, float]:
+    held_out: HeldOut | None = None,
+) -> dict[str, Any]:
     """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
     per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
     and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
     often the policy's best move was the targets' best before fitting (``agreement``) and
     after the last epoch (``accuracy``), and the last epoch's mean losses. ``advance(n)`` is
-    told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions)."""
+    told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions).
+
+    With ``held_out`` decisions (never fitted), the policy's loss and agreement on them are
+    measured before fitting and after every epoch (``held_out_by_epoch``, the start first) and
+    the network of the epoch with the lowest held-out loss is the one kept (``kept_epoch``; 0:
+    the start, no pass helped), with its ``held_out_loss`` and ``held_out_accuracy``: a fit
+    that starts to learn its labels' noise is stopped where it did best on decisions it did not
+    see. ``accuracy`` and the losses stay those of the last epoch's training passes."""
     import torch
 
     policy = model.policy
@@ -311,10 +320,7 @@ def fit_policy(
     generator = torch.Generator().manual_seed(seed)
 
     def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        features = policy.extract_features(obs[idx], policy.pi_features_extractor)
-        latent_pi, latent_vf = policy.mlp_extractor(features)
-        logits = policy.action_net(latent_pi).masked_fill(~legal[idx], MASKED_LOGIT)
-        return logits, policy.value_net(latent_vf).squeeze(-1)
+        return policy_logits_and_values(policy, obs[idx], legal[idx])
 
     with torch.no_grad():
         agreement = sum(
@@ -322,7 +328,11 @@ def fit_policy(
             for idx in torch.arange(len(best)).split(batch_size)
         )
     policy.set_training_mode(True)
-    stats: dict[str, float] = {}
+    stats: dict[str, Any] = {}
+    by_epoch: list[tuple[float, float]] = []
+    if held_out is not None:
+        by_epoch.append(held_out_fit(policy, held_out, batch_size))  # epoch 0: the start, kept if no pass helps
+        kept = {name: tensor.clone() for name, tensor in policy.state_dict().items()}
     for _ in range(epochs):
         order = torch.randperm(len(best), generator=generator)
         correct = policy_loss_sum = value_loss_sum = 0.0
@@ -346,5 +356,67 @@ def fit_policy(
             "policy_loss": policy_loss_sum / len(best),
             "value_loss": value_loss_sum / len(best),
         }
+        if held_out is not None:
+            by_epoch.append(held_out_fit(policy, held_out, batch_size))
+            if by_epoch[-1][0] < min(loss for loss, _ in by_epoch[:-1]):
+                kept = {name: tensor.clone() for name, tensor in policy.state_dict().items()}
     policy.set_training_mode(False)
+    if held_out is not None:
+        kept_epoch = min(range(len(by_epoch)), key=lambda epoch: by_epoch[epoch][0])
+        policy.load_state_dict(kept)
+        stats |= {
+            "held_out_decisions": float(len(held_out.targets)),
+            "held_out_by_epoch": [{"loss": loss, "accuracy": accuracy} for loss, accuracy in by_epoch],
+            "kept_epoch": float(kept_epoch),
+            "held_out_loss": by_epoch[kept_epoch][0],
+            "held_out_accuracy": by_epoch[kept_epoch][1],
+        }
     return stats
+
+
+def policy_logits_and_values(policy: Any, observations: Any, legal: Any) -> tuple[Any, Any]:
+    """An sb3 actor-critic policy's logits, illegal moves masked out of their softmax, and its
+    value head's outputs, for a batch of observations (tensors)."""
+    features = policy.extract_features(observations, policy.pi_features_extractor)
+    latent_pi, latent_vf = policy.mlp_extractor(features)
+    logits = policy.action_net(latent_pi).masked_fill(~legal, MASKED_LOGIT)
+    return logits, policy.value_net(latent_vf).squeeze(-1)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Teacher decisions kept out of a fit to measure it: the observations, legal-move masks
+    and policy targets that :func:`fit_policy` would have fitted."""
+
+    observations: np.ndarray
+    masks: np.ndarray
+    targets: np.ndarray
+
+
+def held_out_fit(policy: Any, held_out: HeldOut, batch_size: int) -> tuple[float, float]:
+    """The policy's mean cross-entropy to the held-out targets, and how often its best legal
+    move is the targets' best (measured in evaluation mode, the policy's mode restored)."""
+    import torch
+
+    training = policy.training
+    policy.set_training_mode(False)
+    loss_sum = correct = 0.0
+    with torch.no_grad():
+        for start in range(0, len(held_out.targets), batch_size):
+            rows = slice(start, start + batch_size)
+            obs, legal = torch.as_tensor(held_out.observations[rows]), torch.as_tensor(held_out.masks[rows])
+            logits = policy_logits_and_values(policy, obs, legal)[0]
+            target = torch.as_tensor(held_out.targets[rows], dtype=torch.float32)
+            loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
+            correct += (logits.argmax(-1) == target.argmax(-1)).sum().item()
+    policy.set_training_mode(training)
+    return loss_sum / len(held_out.targets), correct / len(held_out.targets)
+
+
+def split_held_out(data: dict[str, np.ndarray], share: float) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """A set of teacher decisions as the part to fit and the last ``share`` of it held out.
+    Decisions are saved game after game, so the held-out part is the latest games, whole but
+    for the one the cut falls in: a position is not held out while its game's others are
+    fitted."""
+    cut = len(data["actions"]) - round(share * len(data["actions"]))
+    return {key: array[:cut] for key, array in data.items()}, {key: array[cut:] for key, array in data.items()}

@@ -39,6 +39,7 @@ from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, Pretra
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
 from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
+    HeldOut,
     check_decisions,
     decisions_in_processes,
     fit_policy,
@@ -49,6 +50,7 @@ from block_env.training.teaching import (
     round_points_scale,
     save_decisions,
     save_policy_agent,
+    split_held_out,
 )
 
 BEST, FINAL, LATEST, STEP_0, PRIOR = "best", "final", "latest", "step_0", "prior"
@@ -368,11 +370,12 @@ def _teacher_games(
     return data
 
 
-def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path | None = None) -> dict[str, float]:
+def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path | None = None) -> dict[str, Any]:
     """Behaviour cloning of the teacher into the policy (and its outcomes into the value
     head), before PPO: on ``pretrain.decisions`` of its decisions (saved at ``keep``, when
-    given) and those of ``pretrain.earlier_decisions``. Returns the final imitation accuracy
-    and losses, and the seconds the teacher games and the fitting took."""
+    given) and those of ``pretrain.earlier_decisions``, less the share ``pretrain.holdout``
+    measures the fit on. Returns :func:`fit_policy`'s figures and the seconds the teacher games
+    and the fitting took."""
     started = time.perf_counter()
     width, actions = model.observation_space.shape[0], model.action_space.n
     parts = [load_decisions(path, config, width, actions) for path in config.pretrain.earlier_decisions]
@@ -383,13 +386,20 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
                 save_decisions(keep, parts[-1], config)
             except OSError as e:  # the decisions are still fitted: losing the copy is no reason to stop
                 print(f"warning: could not keep the teacher decisions at {keep}: {e}", flush=True)
+    held_out = None
+    if config.pretrain.holdout:  # the decisions are kept above, whole, before any is held out
+        total = sum(len(part["actions"]) for part in parts)
+        fitted, held = zip(*(split_held_out(part, config.pretrain.holdout) for part in parts))
+        parts, held_data = list(fitted), join_decisions(held, config.pretrain.targets)
+        if not 0 < len(held_data["actions"]) < total:
+            raise ValueError(
+                f"pretrain.holdout {config.pretrain.holdout} of {total} decisions leaves none to hold out or none to fit"
+            )
+        held_out = HeldOut(held_data["observations"], held_data["masks"], imitation_targets(held_data, config))
     data = join_decisions(parts, config.pretrain.targets)
     del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
-    if config.pretrain.targets == "values":
-        targets = move_value_targets(data["values"], config.pretrain.temperature)
-    else:
-        targets = one_hot_targets(data["actions"], data["masks"].shape[1])
+    targets = imitation_targets(data, config)
     epochs = config.pretrain.epochs
     with progress_bar(
         progress, epochs * len(targets), f"fitting {len(targets)} decisions x {epochs} epochs"
@@ -405,12 +415,21 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
             learning_rate=config.pretrain.learning_rate,
             seed=derive_seed(config.seed, "imitation_batches"),
             advance=advance,
+            held_out=held_out,
         )
     return {
         **stats,
         "teacher_seconds": round(gathered - started, 1),
         "fit_seconds": round(time.perf_counter() - gathered, 1),
     }
+
+
+def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig) -> np.ndarray:
+    """What the policy is fitted to on a set of teacher decisions: its move values' softmax
+    (``pretrain.targets: values``) or the teacher's moves."""
+    if config.pretrain.targets == "values":
+        return move_value_targets(data["values"], config.pretrain.temperature)
+    return one_hot_targets(data["actions"], data["masks"].shape[1])
 
 
 # -- evaluation and learning curve ------------------------------------------------------------
@@ -839,7 +858,7 @@ def timed(phases: dict[str, float], name: str) -> Iterator[None]:
         phases[name] = round(phases.get(name, 0.0) + time.perf_counter() - started, 1)
 
 
-def train_prior(config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, float]:
+def train_prior(config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, Any]:
     """``pretrain.prior``'s stage: a "vector" network (the learner's architecture, a value
     head that reads the observation) fitted to the prior's teacher in games of its own (a
     seed derived from the run's), saved as the run's ``prior`` agent."""
@@ -883,7 +902,7 @@ def with_prior(config: TrainConfig, paths: RunPaths) -> TrainConfig:
     return dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, **resolved))
 
 
-def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, float] | None:
+def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, Any] | None:
     """Start from a trained agent and imitate the teacher (each if the config names one),
     then save the step-0 agent: what PPO starts from, so that its own gain can be measured
     against it."""
@@ -898,6 +917,16 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
             f"accuracy {stats['accuracy']:.1%}",
             flush=True,
         )
+        if "kept_epoch" in stats:
+            print(
+                f"warm start: on {int(stats['held_out_decisions'])} held-out decisions, "
+                + ", ".join(
+                    f"pass {epoch}: loss {fit['loss']:.4f}, agreement {fit['accuracy']:.1%}"
+                    for epoch, fit in enumerate(stats["held_out_by_epoch"])
+                )
+                + f"; kept pass {int(stats['kept_epoch'])}",
+                flush=True,
+            )
     save_policy_agent(model, paths.agent(STEP_0), config)
     return stats
 
