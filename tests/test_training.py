@@ -905,31 +905,42 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
 
 
 def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_kept(tiny_run, tmp_path):
-    """pretrain.holdout keeps the latest games' decisions out of the fit, reports the held-out
+    """pretrain.holdout keeps the last games' decisions out of the fit, reports the held-out
     loss before fitting and after every pass, and keeps the network of the pass with the lowest
-    one: a fit that overfits a few decisions ends on an earlier pass than its last."""
-    from block_env.training.teaching import HeldOut, fit_policy, held_out_fit, load_decisions, split_held_out
+    one (the run's step_0 agent is that network): a fit that overfits a few decisions ends on
+    an earlier pass than its last. A share that holds out none, or all, is refused."""
+    from block_env.agents.policy import load_policy_weights
+    from block_env.training.teaching import (
+        HeldOut,
+        fit_policy,
+        held_out_loss_and_agreement,
+        load_decisions,
+        split_held_out,
+    )
     from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env, train
 
     kept = tiny_run / "teacher_decisions.npz"
     values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
     values["pretrain"] = values["pretrain"] | {"decisions": 0, "earlier_decisions": [str(kept)], "holdout": 0.25}
-    summary = train(config_from_dict(values), tmp_path / "held", progress=False)["pretrain"]
+    config = config_from_dict(values)
+    summary = train(config, tmp_path / "held", progress=False)["pretrain"]
     total = yaml.safe_load(TINY.read_text())["pretrain"]["decisions"]
     assert summary["held_out_decisions"] == round(0.25 * total) and summary["decisions"] == total - round(0.25 * total)
-    losses = [fit["loss"] for fit in summary["held_out_by_epoch"]]
-    assert len(losses) == values["pretrain"]["epochs"] + 1
-    assert summary["held_out_loss"] == min(losses) == losses[int(summary["kept_epoch"])]
+    assert len(summary["held_out_by_epoch"]) == values["pretrain"]["epochs"] + 1
 
-    config = config_from_dict(values)
     env = make_vec_env(config, ["random"])
     model = build_model(config, env, RunPaths(tmp_path / "model"))
     env.close()
     data = load_decisions(kept, config, model.observation_space.shape[0], model.action_space.n)
-    fitted, held = split_held_out(data, 0.5)
-    assert np.array_equal(np.concatenate([fitted["actions"], held["actions"]]), data["actions"])  # the latest held
-    few = {key: array[:16] for key, array in fitted.items()}
+    fitted, held = split_held_out(data, 0.25)
+    assert np.array_equal(np.concatenate([fitted["actions"], held["actions"]]), data["actions"])  # the last held
     held_out = HeldOut(held["observations"], held["masks"], imitation_targets(held, config))
+    load_policy_weights(tmp_path / "held" / "step_0", model.policy)
+    assert held_out_loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(
+        summary["held_out_loss"], rel=1e-5
+    )
+
+    few = {key: array[:16] for key, array in fitted.items()}
     stats = fit_policy(
         model,
         few["observations"],
@@ -944,7 +955,13 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     )
     losses = [fit["loss"] for fit in stats["held_out_by_epoch"]]
     assert stats["kept_epoch"] < 40 and losses[-1] > stats["held_out_loss"] == min(losses)
-    assert held_out_fit(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
+    assert held_out_loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
+
+    values["pretrain"]["holdout"] = 0.001
+    with pytest.raises(
+        ValueError, match=rf"pretrain\.holdout 0\.001 of {total} decisions holds out 0: none would be held out"
+    ):
+        train(config_from_dict(values), tmp_path / "none", progress=False)
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):

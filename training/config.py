@@ -222,10 +222,11 @@ class PretrainConfig:
     ``teacher`` is still named: a search one for "values" targets). Paths are relative to the
     working directory."""
     holdout: float = 0.0
-    """Share of the decisions kept out of the fit to measure it (the latest games of each set:
-    this run's and each earlier one's): the held-out loss and agreement are reported before
-    fitting and after every pass, and the network of the pass with the lowest held-out loss is
-    kept (the start, when no pass helps). 0: every decision fitted, the last pass kept."""
+    """Share of the decisions kept out of the fit to measure it (the last games saved of each
+    set: this run's and each earlier one's): the held-out loss and agreement are reported
+    before fitting and after every pass, and the whole network (policy and value head) of the
+    pass with the lowest held-out loss is kept (the start, when no pass lowers it). 0: every
+    decision fitted, the last pass kept."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""

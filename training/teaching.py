@@ -303,11 +303,14 @@ def fit_policy(
     told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions).
 
     With ``held_out`` decisions (never fitted), the policy's loss and agreement on them are
-    measured before fitting and after every epoch (``held_out_by_epoch``, the start first) and
-    the network of the epoch with the lowest held-out loss is the one kept (``kept_epoch``; 0:
-    the start, no pass helped), with its ``held_out_loss`` and ``held_out_accuracy``: a fit
+    measured before fitting and after every pass (``held_out_by_epoch``, the start first, each
+    with the pass's ``fitted_agreement``: how often it chose the targets' best move on the
+    decisions it was fitting, measured while it fitted them), and the whole network (policy and
+    value head) of the pass with the lowest held-out loss is the one kept (``kept_epoch``; 0:
+    the start, no pass helped), with its ``held_out_loss`` and ``held_out_agreement``: a fit
     that starts to learn its labels' noise is stopped where it did best on decisions it did not
-    see. ``accuracy`` and the losses stay those of the last epoch's training passes."""
+    see. ``accuracy`` and the losses stay those of the last pass.
+    """
     import torch
 
     policy = model.policy
@@ -329,11 +332,20 @@ def fit_policy(
         )
     policy.set_training_mode(True)
     stats: dict[str, Any] = {}
-    by_epoch: list[tuple[float, float]] = []
+    by_epoch: list[dict[str, float]] = []
+    kept_epoch, kept = 0, {}
+
+    def measure_held_out(epoch: int, fitted_agreement: float) -> None:
+        nonlocal kept_epoch, kept
+        assert held_out is not None
+        loss, agreement = held_out_loss_and_agreement(policy, held_out, batch_size)
+        by_epoch.append({"loss": loss, "agreement": agreement, "fitted_agreement": fitted_agreement})
+        if epoch == 0 or loss < by_epoch[kept_epoch]["loss"]:
+            kept_epoch, kept = epoch, {name: tensor.clone() for name, tensor in policy.state_dict().items()}
+
     if held_out is not None:
-        by_epoch.append(held_out_fit(policy, held_out, batch_size))  # epoch 0: the start, kept if no pass helps
-        kept = {name: tensor.clone() for name, tensor in policy.state_dict().items()}
-    for _ in range(epochs):
+        measure_held_out(0, agreement / len(best))  # the start, kept if no pass helps
+    for epoch in range(1, epochs + 1):
         order = torch.randperm(len(best), generator=generator)
         correct = policy_loss_sum = value_loss_sum = 0.0
         for idx in order.split(batch_size):
@@ -357,19 +369,16 @@ def fit_policy(
             "value_loss": value_loss_sum / len(best),
         }
         if held_out is not None:
-            by_epoch.append(held_out_fit(policy, held_out, batch_size))
-            if by_epoch[-1][0] < min(loss for loss, _ in by_epoch[:-1]):
-                kept = {name: tensor.clone() for name, tensor in policy.state_dict().items()}
+            measure_held_out(epoch, stats["accuracy"])
     policy.set_training_mode(False)
     if held_out is not None:
-        kept_epoch = min(range(len(by_epoch)), key=lambda epoch: by_epoch[epoch][0])
         policy.load_state_dict(kept)
         stats |= {
-            "held_out_decisions": float(len(held_out.targets)),
-            "held_out_by_epoch": [{"loss": loss, "accuracy": accuracy} for loss, accuracy in by_epoch],
-            "kept_epoch": float(kept_epoch),
-            "held_out_loss": by_epoch[kept_epoch][0],
-            "held_out_accuracy": by_epoch[kept_epoch][1],
+            "held_out_decisions": len(held_out.targets),
+            "held_out_by_epoch": by_epoch,
+            "kept_epoch": kept_epoch,
+            "held_out_loss": by_epoch[kept_epoch]["loss"],
+            "held_out_agreement": by_epoch[kept_epoch]["agreement"],
         }
     return stats
 
@@ -393,7 +402,7 @@ class HeldOut:
     targets: np.ndarray
 
 
-def held_out_fit(policy: Any, held_out: HeldOut, batch_size: int) -> tuple[float, float]:
+def held_out_loss_and_agreement(policy: Any, held_out: HeldOut, batch_size: int) -> tuple[float, float]:
     """The policy's mean cross-entropy to the held-out targets, and how often its best legal
     move is the targets' best (measured in evaluation mode, the policy's mode restored)."""
     import torch
@@ -415,8 +424,7 @@ def held_out_fit(policy: Any, held_out: HeldOut, batch_size: int) -> tuple[float
 
 def split_held_out(data: dict[str, np.ndarray], share: float) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """A set of teacher decisions as the part to fit and the last ``share`` of it held out.
-    Decisions are saved game after game, so the held-out part is the latest games, whole but
-    for the one the cut falls in: a position is not held out while its game's others are
-    fitted."""
+    Decisions are saved game after game (each process's games in turn), so the held-out part
+    is the last games saved, whole but for the one the cut falls in."""
     cut = len(data["actions"]) - round(share * len(data["actions"]))
     return {key: array[:cut] for key, array in data.items()}, {key: array[cut:] for key, array in data.items()}

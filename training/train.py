@@ -393,7 +393,8 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
         parts, held_data = list(fitted), join_decisions(held, config.pretrain.targets)
         if not 0 < len(held_data["actions"]) < total:
             raise ValueError(
-                f"pretrain.holdout {config.pretrain.holdout} of {total} decisions leaves none to hold out or none to fit"
+                f"pretrain.holdout {config.pretrain.holdout} of {total} decisions holds out "
+                f"{len(held_data['actions'])}: none would be {'fitted' if len(held_data['actions']) else 'held out'}"
             )
         held_out = HeldOut(held_data["observations"], held_data["masks"], imitation_targets(held_data, config))
     data = join_decisions(parts, config.pretrain.targets)
@@ -919,12 +920,12 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
         )
         if "kept_epoch" in stats:
             print(
-                f"warm start: on {int(stats['held_out_decisions'])} held-out decisions, "
+                f"warm start: on {stats['held_out_decisions']} held-out decisions, "
                 + ", ".join(
-                    f"pass {epoch}: loss {fit['loss']:.4f}, agreement {fit['accuracy']:.1%}"
+                    f"pass {epoch}: loss {fit['loss']:.4f}, agreement {fit['agreement']:.1%}"
                     for epoch, fit in enumerate(stats["held_out_by_epoch"])
                 )
-                + f"; kept pass {int(stats['kept_epoch'])}",
+                + f"; kept pass {stats['kept_epoch']}",
                 flush=True,
             )
     save_policy_agent(model, paths.agent(STEP_0), config)
