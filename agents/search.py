@@ -72,6 +72,9 @@ class SearchAgent(Agent):
         playout: "greedy" (heaviest tile first), "heuristic" (heavy tiles, doubles, and
             keeping tiles that follow the new ends), each with ``epsilon`` random moves;
             "random"; or "policy" (the prior's network; needs a trained prior).
+        playout_temperature: with ``playout="policy"``, the temperature of the softmax the
+            playouts draw each move from (the network's logits divided by it): 1 (default)
+            the network's own distribution, below 1 sharper, 0 its best move every time.
         epsilon: probability of a random move inside greedy and heuristic playouts.
         prior: "strategic" (default), "none", or a trained agent's spec (``pretrained:NAME``
             or ``policy:PATH``) reading the "vector" or the "tracked" encoding: the search
@@ -119,6 +122,7 @@ class SearchAgent(Agent):
         confidence: float = 1.0,
         engine: str = "batched",
         belief: str = "none",
+        playout_temperature: float = 1.0,
     ) -> None:
         if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
             raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
@@ -147,6 +151,13 @@ class SearchAgent(Agent):
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
         if belief not in BELIEFS:
             raise ValueError(f"search belief must be one of {BELIEFS}, got {belief!r}")
+        if not isinstance(playout_temperature, (int, float)) or not 0 <= playout_temperature < float("inf"):
+            raise ValueError(f"search playout_temperature must be a finite number >= 0, got {playout_temperature!r}")
+        if playout_temperature != 1.0 and playout != "policy":
+            raise ValueError(
+                f"search playout_temperature ({playout_temperature!r}) sharpens the prior's playouts: it needs "
+                f"playout='policy', got playout={playout!r}"
+            )
         self.engine = engine
         self.guide = guide
         self._reads_moves = reads_moves
@@ -168,6 +179,7 @@ class SearchAgent(Agent):
         self.confidence = float(confidence)
         self.worlds = worlds
         self.playout = playout
+        self.playout_temperature = float(playout_temperature)
         self.epsilon = 1.0 if playout == "random" else epsilon
         # The scripted playouts' move score weights (move_score): "greedy" ranks as the greedy
         # agent does; "heuristic" as the strategic agent's first terms.
@@ -356,13 +368,15 @@ class SearchAgent(Agent):
         seed = self.rng.getrandbits(63)
         if self.playout != "policy":
             return heuristic_moves(games, self._weights, self.epsilon, seed)
-        guide, encode = self.guide, self._encode
+        guide, encode, temperature = self.guide, self._encode, self.playout_temperature
         assert guide is not None and encode is not None
         rng = np.random.default_rng(seed)
 
         def choose(active: np.ndarray, masks: np.ndarray) -> np.ndarray:
             logits = np.where(masks, guide.logits(encode(games, active, games.current[active])), -np.inf)
-            return (logits + rng.gumbel(size=logits.shape)).argmax(axis=1)  # a draw from the softmax
+            if temperature == 0:  # the network's own choice, as a policy agent plays
+                return logits.argmax(axis=1)
+            return (logits / temperature + rng.gumbel(size=logits.shape)).argmax(axis=1)  # a draw from the softmax
 
         return choose
 

@@ -146,6 +146,10 @@ def test_search_agent_validates_its_options():
         make_agent("search:prior=pretrained:nope", Rules())
     with pytest.raises(ValueError, match="runs on the batched engine"):
         make_agent("search:prior=pretrained:standard_vector,engine=scalar", Rules())
+    with pytest.raises(ValueError, match="playout_temperature must be a finite number >= 0, got -1"):
+        make_agent("search:prior=pretrained:standard_vector,playout=policy,playout_temperature=-1", Rules())
+    with pytest.raises(ValueError, match="playout_temperature \\(0.5\\) sharpens .* needs playout='policy'"):
+        make_agent("search:prior=pretrained:standard_vector,playout_temperature=0.5", Rules())
     with pytest.raises(ValueError, match="no value_scale"):  # its agent.json names no value head units
         make_agent("search:prior=pretrained:standard_3p_vector,leaf=value", "standard_3p")
     with pytest.raises(ValueError, match="cannot play"):
@@ -267,7 +271,34 @@ GUIDED = [
     ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior"),
     ("standard_3p", "search:worlds=4,prior=pretrained:standard_3p,playout=policy"),
     ("partnership", "search:worlds=4,prior=pretrained:partnership,playout=policy,belief=prior,confidence=0"),
+    ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior,playout_temperature=0"),
 ]
+
+
+def test_a_playout_temperature_near_zero_plays_the_networks_best_moves():
+    """playout_temperature=0 plays the prior's best move at every playout turn: a temperature
+    just above it (whose draws are the best move unless two logits tie) searches the same
+    values on the same seed, while the prior's own distribution (the default) draws others."""
+    rules = Rules()
+    env = raw_env(rules)
+    env.reset(seed=2)
+    spec = "search:worlds=8,prior=pretrained:standard,playout=policy"
+    observations, masks = [], []
+    while not env.episode_over and len(observations) < 4:
+        obs = env.observe(env.agent_selection, "history")
+        if obs["action_mask"].sum() > 1:
+            observations.append(obs["observation"])
+            masks.append(obs["action_mask"].astype(bool))
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    searched = {
+        temperature: make_agent(f"{spec},playout_temperature={temperature}", rules, seed=3).search_moves(
+            np.array(observations), np.array(masks)
+        )
+        for temperature in (0, 1e-6, 1)
+    }
+    assert len(searched[0]) == 4
+    assert all(np.array_equal(a.values, b.values) for a, b in zip(searched[0], searched[1e-6]))
+    assert not all(np.array_equal(a.values, b.values) for a, b in zip(searched[0], searched[1]))
 
 
 @pytest.mark.parametrize("preset, spec", GUIDED)
