@@ -17,6 +17,7 @@ from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
 from block_env.rules import Rules, resolve_rules
 from block_env.tiles import ends_after
+from block_env.validation import check_number
 
 PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 #: Built-in priors; a trained agent's spec (pretrained:NAME, policy:PATH) is a prior too.
@@ -151,12 +152,11 @@ class SearchAgent(Agent):
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")
         if belief not in BELIEFS:
             raise ValueError(f"search belief must be one of {BELIEFS}, got {belief!r}")
-        if not isinstance(playout_temperature, (int, float)) or not 0 <= playout_temperature < float("inf"):
-            raise ValueError(f"search playout_temperature must be a finite number >= 0, got {playout_temperature!r}")
+        check_number("search playout_temperature", playout_temperature, 0.0)
         if playout_temperature != 1.0 and playout != "policy":
             raise ValueError(
-                f"search playout_temperature ({playout_temperature!r}) sharpens the prior's playouts: it needs "
-                f"playout='policy', got playout={playout!r}"
+                f"search playout_temperature ({playout_temperature!r}) sets the temperature of the prior's "
+                f"playouts: it needs playout='policy', got playout={playout!r}"
             )
         self.engine = engine
         self.guide = guide

@@ -146,9 +146,11 @@ def test_search_agent_validates_its_options():
         make_agent("search:prior=pretrained:nope", Rules())
     with pytest.raises(ValueError, match="runs on the batched engine"):
         make_agent("search:prior=pretrained:standard_vector,engine=scalar", Rules())
-    with pytest.raises(ValueError, match="playout_temperature must be a finite number >= 0, got -1"):
+    with pytest.raises(ValueError, match="playout_temperature must be a finite number >= 0.0, got -1"):
         make_agent("search:prior=pretrained:standard_vector,playout=policy,playout_temperature=-1", Rules())
-    with pytest.raises(ValueError, match="playout_temperature \\(0.5\\) sharpens .* needs playout='policy'"):
+    with pytest.raises(
+        ValueError, match="playout_temperature \\(0.5\\) sets the temperature .* needs playout='policy'"
+    ):
         make_agent("search:prior=pretrained:standard_vector,playout_temperature=0.5", Rules())
     with pytest.raises(ValueError, match="no value_scale"):  # its agent.json names no value head units
         make_agent("search:prior=pretrained:standard_3p_vector,leaf=value", "standard_3p")

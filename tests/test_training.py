@@ -907,14 +907,15 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
 def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_kept(tiny_run, tmp_path):
     """pretrain.holdout keeps the last games' decisions out of the fit, reports the held-out
     loss before fitting and after every pass, and keeps the network of the pass with the lowest
-    one (the run's step_0 agent is that network): a fit that overfits a few decisions ends on
-    an earlier pass than its last. A share that holds out none, or all, is refused."""
+    one (the run's step_0 agent has that pass's held-out loss): a fit that overfits a few
+    decisions ends on an earlier pass than its last. A share that holds out none, or all, is
+    refused."""
     from block_env.agents.policy import load_policy_weights
     from block_env.training.teaching import (
-        HeldOut,
+        PolicyTargets,
         fit_policy,
-        held_out_loss_and_agreement,
         load_decisions,
+        loss_and_agreement,
         split_held_out,
     )
     from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env, train
@@ -934,11 +935,9 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     data = load_decisions(kept, config, model.observation_space.shape[0], model.action_space.n)
     fitted, held = split_held_out(data, 0.25)
     assert np.array_equal(np.concatenate([fitted["actions"], held["actions"]]), data["actions"])  # the last held
-    held_out = HeldOut(held["observations"], held["masks"], imitation_targets(held, config))
+    held_out = PolicyTargets(held["observations"], held["masks"], imitation_targets(held, config))
     load_policy_weights(tmp_path / "held" / "step_0", model.policy)
-    assert held_out_loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(
-        summary["held_out_loss"], rel=1e-5
-    )
+    assert loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(summary["held_out_loss"], rel=1e-5)
 
     few = {key: array[:16] for key, array in fitted.items()}
     stats = fit_policy(
@@ -955,13 +954,17 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     )
     losses = [fit["loss"] for fit in stats["held_out_by_epoch"]]
     assert stats["kept_epoch"] < 40 and losses[-1] > stats["held_out_loss"] == min(losses)
-    assert held_out_loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
+    assert stats["held_out_target_entropy"] <= stats["held_out_loss"]
+    assert loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
 
     values["pretrain"]["holdout"] = 0.001
     with pytest.raises(
         ValueError, match=rf"pretrain\.holdout 0\.001 of {total} decisions holds out 0: none would be held out"
     ):
         train(config_from_dict(values), tmp_path / "none", progress=False)
+    values["pretrain"]["holdout"] = 0.999
+    with pytest.raises(ValueError, match=rf"holds out {total}: none would be fitted"):
+        train(config_from_dict(values), tmp_path / "all", progress=False)
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):

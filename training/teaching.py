@@ -293,7 +293,7 @@ def fit_policy(
     learning_rate: float,
     seed: int,
     advance: Callable[[int], None] | None = None,
-    held_out: HeldOut | None = None,
+    held_out: PolicyTargets | None = None,
 ) -> dict[str, Any]:
     """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
     per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
@@ -304,12 +304,13 @@ def fit_policy(
 
     With ``held_out`` decisions (never fitted), the policy's loss and agreement on them are
     measured before fitting and after every pass (``held_out_by_epoch``, the start first, each
-    with the pass's ``fitted_agreement``: how often it chose the targets' best move on the
-    decisions it was fitting, measured while it fitted them), and the whole network (policy and
-    value head) of the pass with the lowest held-out loss is the one kept (``kept_epoch``; 0:
-    the start, no pass helped), with its ``held_out_loss`` and ``held_out_agreement``: a fit
-    that starts to learn its labels' noise is stopped where it did best on decisions it did not
-    see. ``accuracy`` and the losses stay those of the last pass.
+    with its ``fitted_agreement``: how often it chose the targets' best move on the decisions
+    it fits, before fitting for the start and during the pass for each pass), and the whole
+    network (policy and value head) of the pass with the lowest held-out loss is the one kept
+    (``kept_epoch``; 0: the start, no pass helped), with its ``held_out_loss`` and
+    ``held_out_agreement``; ``held_out_target_entropy`` is the least loss any policy could
+    reach there. A fit that starts to learn its labels' noise is stopped where it did best on
+    decisions it did not see. ``accuracy`` and the losses stay those of the last pass.
     """
     import torch
 
@@ -325,11 +326,7 @@ def fit_policy(
     def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return policy_logits_and_values(policy, obs[idx], legal[idx])
 
-    with torch.no_grad():
-        agreement = sum(
-            (masked_logits(idx)[0].argmax(-1) == best[idx]).sum().item()
-            for idx in torch.arange(len(best)).split(batch_size)
-        )
+    agreement = loss_and_agreement(policy, PolicyTargets(observations, masks, targets), batch_size)[1]
     policy.set_training_mode(True)
     stats: dict[str, Any] = {}
     by_epoch: list[dict[str, float]] = []
@@ -338,13 +335,13 @@ def fit_policy(
     def measure_held_out(epoch: int, fitted_agreement: float) -> None:
         nonlocal kept_epoch, kept
         assert held_out is not None
-        loss, agreement = held_out_loss_and_agreement(policy, held_out, batch_size)
-        by_epoch.append({"loss": loss, "agreement": agreement, "fitted_agreement": fitted_agreement})
+        loss, held_out_agreement = loss_and_agreement(policy, held_out, batch_size)
+        by_epoch.append({"loss": loss, "agreement": held_out_agreement, "fitted_agreement": fitted_agreement})
         if epoch == 0 or loss < by_epoch[kept_epoch]["loss"]:
             kept_epoch, kept = epoch, {name: tensor.clone() for name, tensor in policy.state_dict().items()}
 
     if held_out is not None:
-        measure_held_out(0, agreement / len(best))  # the start, kept if no pass helps
+        measure_held_out(0, agreement)  # the start, kept if no pass helps
     for epoch in range(1, epochs + 1):
         order = torch.randperm(len(best), generator=generator)
         correct = policy_loss_sum = value_loss_sum = 0.0
@@ -363,7 +360,7 @@ def fit_policy(
                 advance(len(idx))
         stats = {
             "decisions": float(len(best)),
-            "agreement": agreement / len(best),
+            "agreement": agreement,
             "accuracy": correct / len(best),
             "policy_loss": policy_loss_sum / len(best),
             "value_loss": value_loss_sum / len(best),
@@ -379,6 +376,7 @@ def fit_policy(
             "kept_epoch": kept_epoch,
             "held_out_loss": by_epoch[kept_epoch]["loss"],
             "held_out_agreement": by_epoch[kept_epoch]["agreement"],
+            "held_out_target_entropy": target_entropy(held_out.targets),
         }
     return stats
 
@@ -393,17 +391,17 @@ def policy_logits_and_values(policy: Any, observations: Any, legal: Any) -> tupl
 
 
 @dataclass(frozen=True)
-class HeldOut:
-    """Teacher decisions kept out of a fit to measure it: the observations, legal-move masks
-    and policy targets that :func:`fit_policy` would have fitted."""
+class PolicyTargets:
+    """Teacher decisions and what a policy is fitted to on them: the observations, legal-move
+    masks and target move distributions (as :func:`fit_policy` reads them)."""
 
     observations: np.ndarray
     masks: np.ndarray
     targets: np.ndarray
 
 
-def held_out_loss_and_agreement(policy: Any, held_out: HeldOut, batch_size: int) -> tuple[float, float]:
-    """The policy's mean cross-entropy to the held-out targets, and how often its best legal
+def loss_and_agreement(policy: Any, decisions: PolicyTargets, batch_size: int) -> tuple[float, float]:
+    """The policy's mean cross-entropy to the decisions' targets, and how often its best legal
     move is the targets' best (measured in evaluation mode, the policy's mode restored)."""
     import torch
 
@@ -411,15 +409,26 @@ def held_out_loss_and_agreement(policy: Any, held_out: HeldOut, batch_size: int)
     policy.set_training_mode(False)
     loss_sum = correct = 0.0
     with torch.no_grad():
-        for start in range(0, len(held_out.targets), batch_size):
+        for start in range(0, len(decisions.targets), batch_size):
             rows = slice(start, start + batch_size)
-            obs, legal = torch.as_tensor(held_out.observations[rows]), torch.as_tensor(held_out.masks[rows])
+            obs, legal = torch.as_tensor(decisions.observations[rows]), torch.as_tensor(decisions.masks[rows])
             logits = policy_logits_and_values(policy, obs, legal)[0]
-            target = torch.as_tensor(held_out.targets[rows], dtype=torch.float32)
+            target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
             loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
             correct += (logits.argmax(-1) == target.argmax(-1)).sum().item()
     policy.set_training_mode(training)
-    return loss_sum / len(held_out.targets), correct / len(held_out.targets)
+    return loss_sum / len(decisions.targets), correct / len(decisions.targets)
+
+
+def target_entropy(targets: np.ndarray) -> float:
+    """The targets' mean entropy (nats): the least cross-entropy any policy can reach on them.
+
+    Examples:
+        >>> round(target_entropy(np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])), 4)
+        0.3466
+    """
+    logs = np.log(np.where(targets > 0, targets, 1.0))
+    return float(-(targets * logs).sum(axis=1).mean())
 
 
 def split_held_out(data: dict[str, np.ndarray], share: float) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

@@ -39,7 +39,7 @@ from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, Pretra
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
 from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
-    HeldOut,
+    PolicyTargets,
     check_decisions,
     decisions_in_processes,
     fit_policy,
@@ -396,7 +396,7 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
                 f"pretrain.holdout {config.pretrain.holdout} of {total} decisions holds out "
                 f"{len(held_data['actions'])}: none would be {'fitted' if len(held_data['actions']) else 'held out'}"
             )
-        held_out = HeldOut(held_data["observations"], held_data["masks"], imitation_targets(held_data, config))
+        held_out = PolicyTargets(held_data["observations"], held_data["masks"], imitation_targets(held_data, config))
     data = join_decisions(parts, config.pretrain.targets)
     del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
@@ -915,17 +915,18 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
         stats = imitate(model, config, progress, keep=paths.teacher_decisions)
         print(
             f"warm start: imitated {config.pretrain.teacher} on {int(stats['decisions'])} decisions, "
-            f"accuracy {stats['accuracy']:.1%}",
+            f"accuracy {stats['accuracy']:.1%} (the last pass)",
             flush=True,
         )
         if "kept_epoch" in stats:
             print(
                 f"warm start: on {stats['held_out_decisions']} held-out decisions, "
                 + ", ".join(
-                    f"pass {epoch}: loss {fit['loss']:.4f}, agreement {fit['agreement']:.1%}"
+                    f"{f'pass {epoch}' if epoch else 'start'}: loss {fit['loss']:.4f}, agreement {fit['agreement']:.1%}"
                     for epoch, fit in enumerate(stats["held_out_by_epoch"])
                 )
-                + f"; kept pass {stats['kept_epoch']}",
+                + f" (the targets' entropy {stats['held_out_target_entropy']:.4f}); kept "
+                + (f"pass {stats['kept_epoch']}" if stats["kept_epoch"] else "the start"),
                 flush=True,
             )
     save_policy_agent(model, paths.agent(STEP_0), config)
