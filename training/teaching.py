@@ -323,9 +323,6 @@ def fit_policy(
     value_target = torch.as_tensor(returns, dtype=torch.float32)
     generator = torch.Generator().manual_seed(seed)
 
-    def masked_logits(idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return policy_logits_and_values(policy, obs[idx], legal[idx])
-
     agreement = loss_and_agreement(policy, PolicyTargets(observations, masks, targets), batch_size)[1]
     policy.set_training_mode(True)
     stats: dict[str, Any] = {}
@@ -346,7 +343,7 @@ def fit_policy(
         order = torch.randperm(len(best), generator=generator)
         correct = policy_loss_sum = value_loss_sum = 0.0
         for idx in order.split(batch_size):
-            logits, values = masked_logits(idx)
+            logits, values = policy_logits_and_values(policy, obs[idx], legal[idx])
             policy_loss = torch.nn.functional.cross_entropy(logits, target[idx])
             value_loss = torch.nn.functional.mse_loss(values, value_target[idx])
             loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
