@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +263,64 @@ def _loaded_policy(folder: str, *version: int) -> tuple[Any, list, list]:
     load_policy_weights(folder, policy)
     policy.set_training_mode(False)
     return policy, network_layers(policy, "actor"), network_layers(policy, "critic")
+
+
+def average_actors(policy: Any, agents: Sequence[PolicyAgent], activation: str) -> None:
+    """Set ``policy``'s actor (its policy network and action head) to the mean, weight by
+    weight, of its own and ``agents``' actors: a weight average ("model soup") of networks of
+    one shape. It helps where they come from one lineage (each fine-tuned from an earlier one)
+    and were fitted to noisy labels, whose errors the average partly cancels. The value head
+    stays ``policy``'s own (the agents' may be in other units or read other inputs).
+    ValueError names the first agent whose actor has another activation or shape."""
+    import torch
+
+    state = policy.state_dict()
+    keys = [key for key in state if key.startswith(ACTOR_KEYS)]
+    for agent in agents:
+        if agent.activation != activation:
+            raise ValueError(
+                f"{agent.name} uses activation {agent.activation!r}, not {activation!r}: it cannot be averaged in"
+            )
+        other = agent.policy.state_dict()
+        for key in keys:
+            if key not in other or other[key].shape != state[key].shape:
+                got = tuple(other[key].shape) if key in other else "nothing"
+                raise ValueError(
+                    f"{agent.name}'s network does not have this one's shape ({key}: {got}, "
+                    f"needs {tuple(state[key].shape)}): it cannot be averaged in"
+                )
+    for key in keys:
+        # Summed in float64: the same average whatever the members' order.
+        members = [state[key], *(agent.policy.state_dict()[key] for agent in agents)]
+        state[key] = torch.stack(members).double().mean(dim=0).to(state[key].dtype)
+    policy.load_state_dict(state)
+
+
+def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Path:
+    """Write to ``out`` an agent whose policy is the weight average of the agent folders'
+    (:func:`average_actors`); its value head, and agent.json's ``value_scale``, are the first
+    folder's. The folders must share rules, encoding, network shape and activation
+    (ValueError names the first that does not); two at least.
+
+    Examples:
+        >>> import tempfile
+        >>> from block_env.agents import PRETRAINED_DIR
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     folder = average_agent_folders([PRETRAINED_DIR / "standard", PRETRAINED_DIR / "standard_belief"], out)
+        ...     load_agent_metadata(folder)["observation"]
+        'tracked'
+    """
+    if len(folders) < 2:
+        raise ValueError(f"averaging needs two agent folders at least, got {len(folders)}")
+    first = load_agent_metadata(folders[0])
+    rules = Rules.from_dict(first["rules"])
+    agents = [PolicyAgent(rules, observation=first["observation"], path=folder) for folder in folders]
+    policy = build_policy(first)
+    policy.load_state_dict(agents[0].policy.state_dict())
+    average_actors(policy, agents[1:], first["activation"])
+    return save_agent(
+        policy, out, rules, first["observation"], first["net_arch"], first["activation"], first.get("value_scale")
+    )
 
 
 class PolicyAgent(Agent):

@@ -213,6 +213,26 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_average(args: argparse.Namespace) -> int:
+    from block_env.agents import parse_spec
+    from block_env.agents.policy import average_agent_folders
+
+    folders = []
+    for spec in args.agents:
+        kind, options = parse_spec(spec)
+        if kind != "policy":
+            raise ValueError(f"--agents: averaging reads trained agents (pretrained:NAME or policy:PATH), got {spec!r}")
+        folders.append(Path(options["path"]))
+    out = Path(args.out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(
+            f"--out {args.out} already exists and is not an empty folder: averaging writes a new agent folder"
+        )
+    average_agent_folders(folders, out)
+    print(f"wrote {out}: the weight average of {', '.join(args.agents)} (play it as policy:{out})")
+    return 0
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from block_env.rules import Rules
     from block_env.training.solve import solve
@@ -279,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_train,
         _add_solve,
         _add_exploit,
+        _add_average,
     ):
         add(sub)
     return parser
@@ -398,6 +419,18 @@ def _add_exploit(sub: Any) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_exploit)
+
+
+def _add_average(sub: Any) -> None:
+    p = sub.add_parser("average", help="average trained agents' policy networks, weight by weight, into a new agent")
+    p.add_argument(
+        "--agents",
+        nargs="+",
+        required=True,
+        help="two or more trained agents (pretrained:NAME, policy:PATH) of one shape",
+    )
+    p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
+    p.set_defaults(func=cmd_average)
 
 
 def _add_serve(sub: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -611,3 +612,61 @@ def test_a_sampling_policy_chooses_in_a_batch_what_it_chooses_one_by_one():
     assert batch.tolist() == [one_by_one.act(o) for o in positions]
     copies = batch.reshape(5, 12)  # each position's five choices: it did sample
     assert any(len(set(copies[:, k])) > 1 for k in range(12))
+
+
+def _random_agent_folder(folder, rules, observation="vector", pi=(16,), activation="tanh", value_scale=None):
+    """An agent folder holding a freshly initialised network (its own random weights)."""
+    from block_env.agents.policy import build_policy, policy_shape, save_agent
+
+    arch = {"pi": list(pi), "vf": [16]}
+    policy = build_policy(policy_shape(rules, observation, arch, activation))
+    return save_agent(policy, folder, rules, observation, arch, activation, value_scale=value_scale)
+
+
+def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_the_first_value_head(tmp_path):
+    """average_agent_folders: every policy tensor is the members' mean, the value head and
+    value_scale are the first member's, the members' order does not change the average, and
+    the averaged agent plays; fewer than two members, other rules, another encoding, another
+    network shape or activation are refused by name."""
+    import torch
+
+    from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, average_agent_folders
+
+    rules = Rules()
+    members = [_random_agent_folder(tmp_path / f"m{i}", rules, value_scale=0.5 + i) for i in range(3)]
+    out = average_agent_folders(members, tmp_path / "average")
+    states = [torch.load(m / "policy.pth", weights_only=True) for m in members]
+    average = torch.load(out / "policy.pth", weights_only=True)
+    for key, tensor in average.items():
+        expected = sum(s[key].double() for s in states) / 3 if key.startswith(ACTOR_KEYS) else states[0][key].double()
+        assert key.startswith(ACTOR_KEYS + CRITIC_KEYS)
+        torch.testing.assert_close(tensor.double(), expected, rtol=0, atol=1e-7)
+    reordered = torch.load(
+        average_agent_folders(members[::-1], tmp_path / "reordered") / "policy.pth", weights_only=True
+    )
+    assert all(torch.equal(reordered[key], average[key]) for key in average if key.startswith(ACTOR_KEYS))
+    assert json.loads((out / "agent.json").read_text())["value_scale"] == 0.5
+    env = raw_env(rules)
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    assert obs["action_mask"][make_agent(f"policy:{out}", rules, seed=0).act(obs)] == 1
+
+    with pytest.raises(ValueError, match="needs two agent folders at least, got 1"):
+        average_agent_folders(members[:1], tmp_path / "one")
+    other_rules = _random_agent_folder(tmp_path / "3p", Rules.preset("standard_3p"))
+    with pytest.raises(ValueError, match=r"3p was trained for .* it cannot play"):
+        average_agent_folders([members[0], other_rules], tmp_path / "x")
+    tracked = _random_agent_folder(tmp_path / "tracked", rules, observation="tracked")
+    with pytest.raises(
+        ValueError, match=r"tracked was trained for .*'tracked' encoding; it cannot play .* with 'vector'"
+    ):
+        average_agent_folders([members[0], tracked], tmp_path / "x")
+    wider = _random_agent_folder(tmp_path / "wider", rules, pi=(24,))
+    with pytest.raises(
+        ValueError,
+        match=r"policy:wider's network does not have this one's shape \(mlp_extractor\.policy_net\.0\.weight",
+    ):
+        average_agent_folders([members[0], wider], tmp_path / "x")
+    relu = _random_agent_folder(tmp_path / "relu", rules, activation="relu")
+    with pytest.raises(ValueError, match="policy:relu uses activation 'relu', not 'tanh'"):
+        average_agent_folders([members[0], relu], tmp_path / "x")

@@ -281,6 +281,11 @@ def run_cli(*args, stdin=""):
         (["eval", "--agents", "random", "greedy", "--seed", "-3"], "a seed is an integer >= 0"),
         (["train", "--config", "tests/data/broken.yaml"], "is not valid YAML"),
         (["play", "--opponents", "greedy", "--seed", "1"], "the input ended"),
+        (["average", "--agents", "pretrained:standard", "search", "--out", "tests"], "averaging reads trained agents"),
+        (
+            ["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", "tests"],
+            "--out tests already exists and is not an empty folder",
+        ),
     ],
 )
 def test_cli_user_errors_are_one_line_and_exit_2(args, message, tmp_path):
@@ -289,6 +294,16 @@ def test_cli_user_errors_are_one_line_and_exit_2(args, message, tmp_path):
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_average_command_writes_an_agent_that_plays(tmp_path, capsys):
+    out = tmp_path / "soup"
+    assert main(["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", str(out)]) == 0
+    assert f"play it as policy:{out}" in capsys.readouterr().out
+    env = raw_env("standard")
+    env.reset(seed=1)
+    obs = env.observe(env.agent_selection, "tracked")  # the averaged networks' encoding
+    assert obs["action_mask"][make_agent(f"policy:{out}", env.rules, seed=0).act(obs)] == 1
 
 
 def test_an_interrupted_arena_resumes_to_the_uninterrupted_numbers(tmp_path):

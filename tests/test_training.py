@@ -92,6 +92,11 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"holdout": 1}}, r"pretrain\.holdout must be below 1"),
         ({"pretrain": {"holdout": 0.1, "teacher": None}}, r"pretrain\.holdout \(0\.1\) needs pretrain\.teacher"),
         ({"pretrain": {"earlier_decisions": ["a.npz"], "decisions": -1}}, "pretrain.decisions must be an int >= 0"),
+        ({"pretrain": {"average_with": ["search"]}}, "pretrain.average_with names trained agents"),
+        (
+            {"pretrain": {"average_with": ["pretrained:nope"]}},
+            r"pretrain\.average_with: unknown pretrained agent 'nope'",
+        ),
         ({"total_timesteps": 0}, "total_timesteps must be a finite number >= 1, got 0"),
         ({"expert": {"rounds": 1}, "observation": "history"}, "expert iteration needs observation 'vector'"),
         ({"expert": {"rounds": 1}, "episode": "match"}, "expert iteration needs episode 'round'"),
@@ -705,6 +710,39 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
     values["ppo"]["net_arch"] = [32, 32, 32]
     with pytest.raises(ValueError, match=r"does not fit ppo.net_arch \[32, 32, 32\] .*policy_net\.4\.weight"):
         train(config_from_dict(values), tmp_path / "deeper", progress=False)
+
+
+def test_average_with_makes_the_step_0_policy_the_weight_mean_of_the_learner_and_the_named_agents(tiny_run, tmp_path):
+    """pretrain.average_with: the step-0 agent's policy network is the mean, weight by weight,
+    of the learner's once warm-started (here init_from's) and each named agent's, and its
+    value head stays the learner's; an agent of other rules is refused by name."""
+    import torch
+
+    from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS
+    from block_env.training.train import train
+
+    learner, member = tiny_run / "final", tiny_run / "step_0"
+    values = yaml.safe_load(TINY.read_text())
+    values["pretrain"] = {"init_from": f"policy:{learner}", "teacher": None, "average_with": [f"policy:{member}"]}
+    values["total_timesteps"] = 256
+    out = tmp_path / "averaged"
+    train(config_from_dict(values), out, progress=False)
+    rules = Rules()
+    start, a, b = (make_agent(f"policy:{path}", rules) for path in (out / "step_0", learner, member))
+    averaged, learned, named = (agent.policy.state_dict() for agent in (start, a, b))
+    assert any(not torch.equal(learned[k], named[k]) for k in learned if k.startswith(ACTOR_KEYS))
+    for key, tensor in averaged.items():
+        if key.startswith(ACTOR_KEYS):
+            torch.testing.assert_close(
+                tensor.double(), (learned[key].double() + named[key].double()) / 2, rtol=0, atol=1e-7
+            )
+        else:
+            assert key.startswith(CRITIC_KEYS) and torch.equal(tensor, learned[key])
+    obs = _every_seats_first_observation(rules)
+    assert not np.array_equal(start.logits(obs), a.logits(obs))
+    values["pretrain"]["average_with"] = ["pretrained:standard_3p"]
+    with pytest.raises(ValueError, match=r"pretrain\.average_with 'pretrained:standard_3p': .* cannot play"):
+        train(config_from_dict(values), tmp_path / "other_rules", progress=False)
 
 
 def test_init_from_into_wider_layers_starts_as_the_smaller_network_and_its_new_units_learn(tiny_run, tmp_path):

@@ -227,6 +227,13 @@ class PretrainConfig:
     before fitting and after every pass, and the whole network (policy and value head) of the
     pass with the lowest held-out loss is kept (the start, when no pass lowers it). 0: every
     decision fitted, the last pass kept."""
+    average_with: tuple[str, ...] = ()
+    """Trained agents (``pretrained:NAME``, ``policy:PATH``) whose policy networks are averaged,
+    weight by weight, with the learner's once the warm start has fitted it (and before PPO):
+    a "model soup" of one network shape and encoding, each member counting as much as the
+    learner. Networks fitted to noisy labels along one lineage (each round started from the one
+    before) err partly apart, and their average plays stronger than any of them. The value head
+    stays the learner's. Empty: no averaging."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""
@@ -280,6 +287,15 @@ class PretrainConfig:
         check_number("pretrain.batch_size", self.batch_size, positive=True)
         check_number("pretrain.learning_rate", self.learning_rate, positive=True)
         check_int("pretrain.workers", self.workers, low=1)
+        for spec in self.average_with:
+            try:
+                kind = parse_spec(spec)[0]
+            except ValueError as e:
+                raise ValueError(f"pretrain.average_with: {e}") from None
+            if kind != "policy":
+                raise ValueError(
+                    f"pretrain.average_with names trained agents (pretrained:NAME or policy:PATH), got {spec!r}"
+                )
         if self.ray_address is not None and not self.ray_address.strip():
             raise ValueError("pretrain.ray_address must be 'local', 'auto' or a Ray cluster's address, got ''")
 

@@ -27,7 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, PolicyAgent, activation_class
+from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, PolicyAgent, activation_class, average_actors
 from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
@@ -929,8 +929,30 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
                 + (f"pass {stats['kept_epoch']}" if stats["kept_epoch"] else "the start"),
                 flush=True,
             )
+    if config.pretrain.average_with:
+        average_with_agents(model, config)
+        print(f"warm start: the policy averaged with {', '.join(config.pretrain.average_with)}", flush=True)
     save_policy_agent(model, paths.agent(STEP_0), config)
     return stats
+
+
+def average_with_agents(model: Any, config: TrainConfig) -> None:
+    """The learner's policy network averaged, weight by weight, with ``pretrain.average_with``'s
+    (:func:`~block_env.agents.policy.average_actors`); ValueError names a member that reads
+    another encoding or has another network."""
+    rules = config.resolved_rules()
+    members = []
+    for spec in config.pretrain.average_with:
+        try:
+            member = make_agent(spec, rules, observation=config.observation)
+        except ValueError as e:
+            raise ValueError(f"pretrain.average_with {spec!r}: {e}") from None
+        assert isinstance(member, PolicyAgent)  # the config admits pretrained:NAME and policy:PATH only
+        members.append(member)
+    try:
+        average_actors(model.policy, members, config.ppo.activation)
+    except ValueError as e:
+        raise ValueError(f"pretrain.average_with: {e}") from None
 
 
 def learn(
