@@ -268,20 +268,20 @@ def _loaded_policy(folder: str, *version: int) -> tuple[Any, list, list]:
 def average_actors(policy: Any, agents: Sequence[PolicyAgent], activation: str) -> None:
     """Set ``policy``'s actor (its policy network and action head) to the mean, weight by
     weight, of its own and ``agents``' actors: a weight average ("model soup") of networks of
-    one shape. It helps where they come from one lineage (each fine-tuned from an earlier one)
-    and were fitted to noisy labels, whose errors the average partly cancels. The value head
+    one shape. It can help where they come from one lineage (each fine-tuned from an earlier
+    one) and were fitted to noisy labels, whose errors the average partly cancels. The value head
     stays ``policy``'s own (the agents' may be in other units or read other inputs).
     ValueError names the first agent whose actor has another activation or shape."""
     import torch
 
     state = policy.state_dict()
     keys = [key for key in state if key.startswith(ACTOR_KEYS)]
-    for agent in agents:
+    others = [agent.policy.state_dict() for agent in agents]
+    for agent, other in zip(agents, others, strict=True):
         if agent.activation != activation:
             raise ValueError(
                 f"{agent.name} uses activation {agent.activation!r}, not {activation!r}: it cannot be averaged in"
             )
-        other = agent.policy.state_dict()
         for key in keys:
             if key not in other or other[key].shape != state[key].shape:
                 got = tuple(other[key].shape) if key in other else "nothing"
@@ -291,7 +291,7 @@ def average_actors(policy: Any, agents: Sequence[PolicyAgent], activation: str) 
                 )
     for key in keys:
         # Summed in float64: the same average whatever the members' order.
-        members = [state[key], *(agent.policy.state_dict()[key] for agent in agents)]
+        members = [state[key], *(other[key] for other in others)]
         state[key] = torch.stack(members).double().mean(dim=0).to(state[key].dtype)
     policy.load_state_dict(state)
 

@@ -232,7 +232,7 @@ class PretrainConfig:
     weight by weight, with the learner's once the warm start has fitted it (and before PPO):
     a "model soup" of one network shape and encoding, each member counting as much as the
     learner. Networks fitted to noisy labels along one lineage (each round started from the one
-    before) err partly apart, and their average plays stronger than any of them. The value head
+    before) err partly apart, and their average may play stronger than any of them. The value head
     stays the learner's. Empty: no averaging."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
