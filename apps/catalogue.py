@@ -203,13 +203,23 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:partnership",
-            "Network",
+            "pretrained:partnership_third",
+            "Fourth network",
             "strong",
-            "the shipped network: learned every move's value from a search that reads all players' moves, guided by the third network",
+            "the fourth partnership network: learned every move's value from a search that reads all players' moves, guided by the third network",
             (
                 Measured("−0.51 (−0.78 .. −0.23)", "search", 6000, RESULTS),
                 Measured("+2.66 (+2.29 .. +3.03)", "strategic", 3000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:partnership",
+            "Network",
+            "strong",
+            "the shipped network: the four rounds' networks averaged weight by weight, each taught by a search that reads all players' moves",
+            (
+                Measured("−0.20 (−0.36 .. −0.03)", "search", 16000, RESULTS),
+                Measured("+0.28 (+0.13 .. +0.42)", "pretrained:partnership_third", 16000, RESULTS),
             ),
         ),
         *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks

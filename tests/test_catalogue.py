@@ -42,7 +42,7 @@ def test_the_strength_line_reads_as_the_margin_says():
     network = next(o for o in catalogue("standard")["opponents"] if o["spec"] == "pretrained:standard")
     assert network["strength"] == "very strong: beats Search by +0.71 points a round"
     partnership = next(o for o in catalogue("partnership")["opponents"] if o["spec"] == "pretrained:partnership")
-    assert partnership["strength"] == "strong: loses to Search by 0.51 points a round"
+    assert partnership["strength"] == "strong: loses to Search by 0.2 points a round"
     assert catalogue("house")["opponents"][0]["strength"] == "beginner: not measured on these rules"
 
 
