@@ -54,6 +54,7 @@ __all__ = [
     "make_env",
     "make_vector_env",
     "parse_spec",
+    "trained_agent_folder",
 ]
 
 
@@ -105,6 +106,20 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
             raise ValueError(f"agent option {item!r} in {spec!r} is not key=value")
         kwargs[key.strip()] = _parse_value(value.strip())
     return name, kwargs
+
+
+def trained_agent_folder(spec: str) -> Path:
+    """The agent folder a trained agent's spec names (``pretrained:NAME``, ``policy:PATH``);
+    ValueError for any other spec.
+
+    Examples:
+        >>> trained_agent_folder("pretrained:standard").name
+        'standard'
+    """
+    name, kwargs = parse_spec(spec)
+    if name != "policy":
+        raise ValueError(f"a trained agent is pretrained:NAME or policy:PATH, got {spec!r}")
+    return Path(kwargs["path"])
 
 
 def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, observation: str | None = None) -> Agent:

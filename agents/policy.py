@@ -265,42 +265,52 @@ def _loaded_policy(folder: str, *version: int) -> tuple[Any, list, list]:
     return policy, network_layers(policy, "actor"), network_layers(policy, "critic")
 
 
-def average_actors(policy: Any, agents: Sequence[PolicyAgent], activation: str) -> None:
-    """Set ``policy``'s actor (its policy network and action head) to the mean, weight by
-    weight, of its own and ``agents``' actors: a weight average ("model soup") of networks of
-    one shape. It can help where they come from one lineage (each fine-tuned from an earlier
-    one) and were fitted to noisy labels, whose errors the average partly cancels. The value head
-    stays ``policy``'s own (the agents' may be in other units or read other inputs).
-    ValueError names the first agent whose actor has another activation or shape."""
-    import torch
-
+def check_averageable(policy: Any, activation: str, members: Sequence[tuple[str, PolicyAgent]]) -> None:
+    """ValueError, naming the member, unless every member's actor (its policy network and
+    action head) has exactly ``policy``'s layers and shapes and uses ``activation``: what
+    :func:`average_actors` needs. ``members``: (the name its errors give it, agent) pairs."""
     state = policy.state_dict()
-    keys = [key for key in state if key.startswith(ACTOR_KEYS)]
-    others = [agent.policy.state_dict() for agent in agents]
-    for agent, other in zip(agents, others, strict=True):
+    shapes = {key: tuple(tensor.shape) for key, tensor in state.items() if key.startswith(ACTOR_KEYS)}
+    for name, agent in members:
         if agent.activation != activation:
             raise ValueError(
-                f"{agent.name} uses activation {agent.activation!r}, not {activation!r}: it cannot be averaged in"
+                f"{name} uses activation {agent.activation!r}, not {activation!r}: it cannot be averaged in"
             )
-        for key in keys:
-            if key not in other or other[key].shape != state[key].shape:
-                got = tuple(other[key].shape) if key in other else "nothing"
-                raise ValueError(
-                    f"{agent.name}'s network does not have this one's shape ({key}: {got}, "
-                    f"needs {tuple(state[key].shape)}): it cannot be averaged in"
-                )
-    for key in keys:
-        # Summed in float64: the same average whatever the members' order.
-        members = [state[key], *(other[key] for other in others)]
-        state[key] = torch.stack(members).double().mean(dim=0).to(state[key].dtype)
+        theirs = {key: tuple(t.shape) for key, t in agent.policy.state_dict().items() if key.startswith(ACTOR_KEYS)}
+        if theirs != shapes:
+            differ = next(key for key in [*shapes, *theirs] if shapes.get(key) != theirs.get(key))
+            raise ValueError(
+                f"{name}'s network does not have this one's layers ({differ}: {theirs.get(differ, 'none')}, "
+                f"needs {shapes.get(differ, 'none')}): it cannot be averaged in"
+            )
+
+
+def average_actors(policy: Any, activation: str, members: Sequence[tuple[str, PolicyAgent]]) -> None:
+    """Set ``policy``'s actor (its policy network and action head) to the mean, weight by
+    weight, of its own and the ``members``' actors: a weight average ("model soup") of
+    networks of one shape. It can help where they come from one lineage (each fine-tuned from
+    an earlier one) and were fitted to noisy labels, whose errors the average partly cancels.
+    The value head stays ``policy``'s own (the members' may be in other units or read other
+    inputs). Checked first by :func:`check_averageable`."""
+    import torch
+
+    check_averageable(policy, activation, members)
+    state = policy.state_dict()
+    others = [agent.policy.state_dict() for _, agent in members]
+    for key in state:
+        if key.startswith(ACTOR_KEYS):
+            # Summed in float64: the same average whatever the members' order (in practice).
+            stacked = torch.stack([state[key], *(other[key] for other in others)])
+            state[key] = stacked.double().mean(dim=0).to(state[key].dtype)
     policy.load_state_dict(state)
 
 
 def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Path:
-    """Write to ``out`` an agent whose policy is the weight average of the agent folders'
-    (:func:`average_actors`); its value head, and agent.json's ``value_scale``, are the first
-    folder's. The folders must share rules, encoding, network shape and activation
-    (ValueError names the first that does not); two at least.
+    """Write to ``out`` (a folder that does not exist yet, or is empty) an agent whose policy
+    is the weight average of the agent folders' (:func:`average_actors`); its value head, and
+    agent.json's ``value_scale``, are the first folder's. The folders must share rules,
+    encoding, network shape and activation (ValueError names the first that does not); two at
+    least.
 
     Examples:
         >>> import tempfile
@@ -312,14 +322,17 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     """
     if len(folders) < 2:
         raise ValueError(f"averaging needs two agent folders at least, got {len(folders)}")
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"{target} already exists and is not an empty folder: averaging writes a new agent folder")
     first = load_agent_metadata(folders[0])
     rules = Rules.from_dict(first["rules"])
-    agents = [PolicyAgent(rules, observation=first["observation"], path=folder) for folder in folders]
-    policy = build_policy(first)
-    policy.load_state_dict(agents[0].policy.state_dict())
-    average_actors(policy, agents[1:], first["activation"])
+    agents = [(str(folder), PolicyAgent(rules, observation=first["observation"], path=folder)) for folder in folders]
+    policy = build_policy(first)  # a fresh copy: the loaded agents' networks are shared and never changed
+    policy.load_state_dict(agents[0][1].policy.state_dict())
+    average_actors(policy, first["activation"], agents[1:])
     return save_agent(
-        policy, out, rules, first["observation"], first["net_arch"], first["activation"], first.get("value_scale")
+        policy, target, rules, first["observation"], first["net_arch"], first["activation"], first.get("value_scale")
     )
 
 

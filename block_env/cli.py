@@ -214,21 +214,16 @@ def cmd_exploit(args: argparse.Namespace) -> int:
 
 
 def cmd_average(args: argparse.Namespace) -> int:
-    from block_env.agents import parse_spec
+    from block_env.agents import trained_agent_folder
     from block_env.agents.policy import average_agent_folders
 
     folders = []
     for spec in args.agents:
-        kind, options = parse_spec(spec)
-        if kind != "policy":
-            raise ValueError(f"--agents: averaging reads trained agents (pretrained:NAME or policy:PATH), got {spec!r}")
-        folders.append(Path(options["path"]))
-    out = Path(args.out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(
-            f"--out {args.out} already exists and is not an empty folder: averaging writes a new agent folder"
-        )
-    average_agent_folders(folders, out)
+        try:
+            folders.append(trained_agent_folder(spec))
+        except ValueError as e:
+            raise ValueError(f"--agents: {e}") from None
+    out = average_agent_folders(folders, args.out)
     print(f"wrote {out}: the weight average of {', '.join(args.agents)} (play it as policy:{out})")
     return 0
 

@@ -626,8 +626,9 @@ def _random_agent_folder(folder, rules, observation="vector", pi=(16,), activati
 def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_the_first_value_head(tmp_path):
     """average_agent_folders: every policy tensor is the members' mean, the value head and
     value_scale are the first member's, the members' order does not change the average, and
-    the averaged agent plays; fewer than two members, other rules, another encoding, another
-    network shape or activation are refused by name."""
+    the averaged agent plays; fewer than two members, an output folder that holds files (left
+    as it was), other rules, another encoding, other layers (wider or deeper, in either order)
+    or another activation are refused by name."""
     import torch
 
     from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, average_agent_folders
@@ -653,6 +654,11 @@ def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_th
 
     with pytest.raises(ValueError, match="needs two agent folders at least, got 1"):
         average_agent_folders(members[:1], tmp_path / "one")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="taken already exists and is not an empty folder"):
+        average_agent_folders(members, tmp_path / "taken")
+    assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"  # nothing lost
     other_rules = _random_agent_folder(tmp_path / "3p", Rules.preset("standard_3p"))
     with pytest.raises(ValueError, match=r"3p was trained for .* it cannot play"):
         average_agent_folders([members[0], other_rules], tmp_path / "x")
@@ -663,10 +669,16 @@ def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_th
         average_agent_folders([members[0], tracked], tmp_path / "x")
     wider = _random_agent_folder(tmp_path / "wider", rules, pi=(24,))
     with pytest.raises(
-        ValueError,
-        match=r"policy:wider's network does not have this one's shape \(mlp_extractor\.policy_net\.0\.weight",
+        ValueError, match=r"wider's network does not have this one's layers \(mlp_extractor\.policy_net\.0\.weight"
     ):
         average_agent_folders([members[0], wider], tmp_path / "x")
+    deeper = _random_agent_folder(tmp_path / "deeper", rules, pi=(16, 16))
+    for pair in ([members[0], deeper], [deeper, members[0]]):  # refused whichever comes first
+        with pytest.raises(
+            ValueError, match=r"network does not have this one's layers \(mlp_extractor\.policy_net\.2\."
+        ):
+            average_agent_folders(pair, tmp_path / "x")
     relu = _random_agent_folder(tmp_path / "relu", rules, activation="relu")
-    with pytest.raises(ValueError, match="policy:relu uses activation 'relu', not 'tanh'"):
+    with pytest.raises(ValueError, match="relu uses activation 'relu', not 'tanh'"):
         average_agent_folders([members[0], relu], tmp_path / "x")
+    assert not (tmp_path / "x").exists()

@@ -281,10 +281,9 @@ def run_cli(*args, stdin=""):
         (["eval", "--agents", "random", "greedy", "--seed", "-3"], "a seed is an integer >= 0"),
         (["train", "--config", "tests/data/broken.yaml"], "is not valid YAML"),
         (["play", "--opponents", "greedy", "--seed", "1"], "the input ended"),
-        (["average", "--agents", "pretrained:standard", "search", "--out", "tests"], "averaging reads trained agents"),
         (
-            ["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", "tests"],
-            "--out tests already exists and is not an empty folder",
+            ["average", "--agents", "pretrained:standard", "search", "--out", "runs/never"],
+            "--agents: a trained agent is",
         ),
     ],
 )
@@ -296,14 +295,29 @@ def test_cli_user_errors_are_one_line_and_exit_2(args, message, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_the_average_command_writes_an_agent_that_plays(tmp_path, capsys):
+def test_the_average_command_writes_the_agents_mean_which_plays_and_never_overwrites(tmp_path, capsys):
+    import torch
+
+    from block_env.agents import PRETRAINED_DIR
+
     out = tmp_path / "soup"
     assert main(["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", str(out)]) == 0
     assert f"play it as policy:{out}" in capsys.readouterr().out
+    key = "action_net.weight"
+    a, b = (
+        torch.load(PRETRAINED_DIR / name / "policy.pth", weights_only=True)[key]
+        for name in ("standard", "standard_belief")
+    )
+    mean = torch.load(out / "policy.pth", weights_only=True)[key]
+    torch.testing.assert_close(mean.double(), (a.double() + b.double()) / 2, rtol=0, atol=1e-7)
     env = raw_env("standard")
     env.reset(seed=1)
     obs = env.observe(env.agent_selection, "tracked")  # the averaged networks' encoding
     assert obs["action_mask"][make_agent(f"policy:{out}", env.rules, seed=0).act(obs)] == 1
+    with pytest.raises(SystemExit) as exit_:
+        main(["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", str(out)])
+    assert exit_.value.code == 2 and "already exists and is not an empty folder" in capsys.readouterr().err
+    torch.testing.assert_close(torch.load(out / "policy.pth", weights_only=True)[key], mean, rtol=0, atol=0)
 
 
 def test_an_interrupted_arena_resumes_to_the_uninterrupted_numbers(tmp_path):

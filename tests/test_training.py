@@ -75,7 +75,10 @@ def test_shipped_configs_are_valid():
         ({"env_processes": 0}, "env_processes must be an int >= 1"),
         ({"env_processes": 2, "vec_env": "dummy"}, 'env_processes splits the "batched" vec_env'),
         ({"env_processes": 3, "n_envs": 8}, r"n_envs \(8\) must be a multiple of env_processes \(3\)"),
-        ({"pretrain": {"init_from": "strategic"}}, "pretrain.init_from must be pretrained:NAME or policy:PATH"),
+        (
+            {"pretrain": {"init_from": "strategic"}},
+            "pretrain.init_from: a trained agent is pretrained:NAME or policy:PATH",
+        ),
         ({"pretrain": {"init_from": "pretrained:nope"}}, r"pretrain\.init_from: unknown pretrained agent 'nope'"),
         ({"pretrain": {"init_from": "pretrained:standard_3p"}}, r"pretrain\.init_from: .* cannot play"),
         ({"pretrain": {"decisions": 0}}, "pretrain.decisions is 0 with no pretrain.earlier_decisions"),
@@ -92,7 +95,14 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"holdout": 1}}, r"pretrain\.holdout must be below 1"),
         ({"pretrain": {"holdout": 0.1, "teacher": None}}, r"pretrain\.holdout \(0\.1\) needs pretrain\.teacher"),
         ({"pretrain": {"earlier_decisions": ["a.npz"], "decisions": -1}}, "pretrain.decisions must be an int >= 0"),
-        ({"pretrain": {"average_with": ["search"]}}, "pretrain.average_with names trained agents"),
+        (
+            {"pretrain": {"average_with": ["search"]}},
+            "pretrain.average_with: a trained agent is pretrained:NAME or policy:PATH",
+        ),
+        (
+            {"pretrain": {"average_with": ["pretrained:standard"], "teacher": None}},
+            "pretrain.average_with averages the warm start's network .* needs pretrain.init_from or pretrain.teacher",
+        ),
         (
             {"pretrain": {"average_with": ["pretrained:nope"]}},
             r"pretrain\.average_with: unknown pretrained agent 'nope'",
@@ -712,10 +722,13 @@ def test_init_from_starts_the_learner_at_a_trained_agent(tiny_run, tmp_path):
         train(config_from_dict(values), tmp_path / "deeper", progress=False)
 
 
-def test_average_with_makes_the_step_0_policy_the_weight_mean_of_the_learner_and_the_named_agents(tiny_run, tmp_path):
+def test_average_with_makes_the_step_0_policy_the_weight_mean_of_the_fitted_learner_and_the_named_agents(
+    tiny_run, tmp_path
+):
     """pretrain.average_with: the step-0 agent's policy network is the mean, weight by weight,
-    of the learner's once warm-started (here init_from's) and each named agent's, and its
-    value head stays the learner's; an agent of other rules is refused by name."""
+    of the learner once fitted (the same run without averaging gives that fit) and the named
+    agent, and its value head stays the learner's; a member of other layers or rules is
+    refused by name before any teacher game."""
     import torch
 
     from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS
@@ -723,23 +736,34 @@ def test_average_with_makes_the_step_0_policy_the_weight_mean_of_the_learner_and
 
     learner, member = tiny_run / "final", tiny_run / "step_0"
     values = yaml.safe_load(TINY.read_text())
-    values["pretrain"] = {"init_from": f"policy:{learner}", "teacher": None, "average_with": [f"policy:{member}"]}
+    values["pretrain"] = {"init_from": f"policy:{learner}", "teacher": "greedy", "decisions": 200, "epochs": 2}
     values["total_timesteps"] = 256
-    out = tmp_path / "averaged"
-    train(config_from_dict(values), out, progress=False)
+    train(config_from_dict(values), tmp_path / "fitted", progress=False)
+    values["pretrain"]["average_with"] = [f"policy:{member}"]
+    train(config_from_dict(values), tmp_path / "averaged", progress=False)
     rules = Rules()
-    start, a, b = (make_agent(f"policy:{path}", rules) for path in (out / "step_0", learner, member))
-    averaged, learned, named = (agent.policy.state_dict() for agent in (start, a, b))
-    assert any(not torch.equal(learned[k], named[k]) for k in learned if k.startswith(ACTOR_KEYS))
+    fitted, named, averaged = (
+        make_agent(f"policy:{path}", rules).policy.state_dict()
+        for path in (tmp_path / "fitted" / "step_0", member, tmp_path / "averaged" / "step_0")
+    )
+    assert any(not torch.equal(fitted[k], named[k]) for k in fitted if k.startswith(ACTOR_KEYS))
     for key, tensor in averaged.items():
         if key.startswith(ACTOR_KEYS):
             torch.testing.assert_close(
-                tensor.double(), (learned[key].double() + named[key].double()) / 2, rtol=0, atol=1e-7
+                tensor.double(), (fitted[key].double() + named[key].double()) / 2, rtol=0, atol=1e-7
             )
         else:
-            assert key.startswith(CRITIC_KEYS) and torch.equal(tensor, learned[key])
-    obs = _every_seats_first_observation(rules)
-    assert not np.array_equal(start.logits(obs), a.logits(obs))
+            assert key.startswith(CRITIC_KEYS) and torch.equal(tensor, fitted[key])
+
+    deeper = dict(values, ppo=values["ppo"] | {"net_arch": [32, 32, 32]}, pretrain={"teacher": None})
+    train(config_from_dict(deeper), tmp_path / "deeper", progress=False)
+    values["pretrain"]["teacher"] = "search"  # a slow teacher: the refusals come before its games
+    values["pretrain"]["average_with"] = [f"policy:{tmp_path / 'deeper' / 'step_0'}"]
+    with pytest.raises(
+        ValueError,
+        match=r"pretrain\.average_with: policy:.*deeper/step_0's network does not have this one's layers \(mlp_extractor\.policy_net\.4\.weight",
+    ):
+        train(config_from_dict(values), tmp_path / "other_layers", progress=False)
     values["pretrain"]["average_with"] = ["pretrained:standard_3p"]
     with pytest.raises(ValueError, match=r"pretrain\.average_with 'pretrained:standard_3p': .* cannot play"):
         train(config_from_dict(values), tmp_path / "other_rules", progress=False)

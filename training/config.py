@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.agents import make_agent, parse_spec
+from block_env.agents import make_agent, parse_spec, trained_agent_folder
 from block_env.agents.policy import ACTIVATIONS
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS, EPISODES, REWARDS
@@ -257,12 +257,7 @@ class PretrainConfig:
             if spec is not None and PRIOR_PLACEHOLDER in spec and self.prior is None:
                 raise ValueError(f"{name} names {PRIOR_PLACEHOLDER} ({spec!r}) but pretrain.prior is not set")
         if self.init_from is not None and self.init_from != PRIOR_PLACEHOLDER:
-            try:
-                kind = parse_spec(self.init_from)[0]
-            except ValueError as e:
-                raise ValueError(f"pretrain.init_from: {e}") from None
-            if kind != "policy":  # pretrained:NAME parses as the policy at its folder
-                raise ValueError(f"pretrain.init_from must be pretrained:NAME or policy:PATH, got {self.init_from!r}")
+            _trained_agent_spec("pretrain.init_from", self.init_from)
         for name, spec in (("pretrain.played_by", self.played_by), ("pretrain.against", self.against)):
             if spec is not None and self.teacher is None:
                 raise ValueError(f"{name} ({spec!r}) needs pretrain.teacher: it plays the teacher games")
@@ -288,14 +283,12 @@ class PretrainConfig:
         check_number("pretrain.learning_rate", self.learning_rate, positive=True)
         check_int("pretrain.workers", self.workers, low=1)
         for spec in self.average_with:
-            try:
-                kind = parse_spec(spec)[0]
-            except ValueError as e:
-                raise ValueError(f"pretrain.average_with: {e}") from None
-            if kind != "policy":
-                raise ValueError(
-                    f"pretrain.average_with names trained agents (pretrained:NAME or policy:PATH), got {spec!r}"
-                )
+            _trained_agent_spec("pretrain.average_with", spec)
+        if self.average_with and self.init_from is None and self.teacher is None:
+            raise ValueError(
+                "pretrain.average_with averages the warm start's network with trained agents: "
+                "it needs pretrain.init_from or pretrain.teacher"
+            )
         if self.ray_address is not None and not self.ray_address.strip():
             raise ValueError("pretrain.ray_address must be 'local', 'auto' or a Ray cluster's address, got ''")
 
@@ -307,6 +300,14 @@ class PretrainConfig:
             ("pretrain.played_by", self.played_by),
             ("pretrain.against", self.against),
         )
+
+
+def _trained_agent_spec(name: str, spec: str) -> None:
+    """ValueError, naming the config key, unless ``spec`` names a trained agent."""
+    try:
+        trained_agent_folder(spec)
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
 
 
 @dataclass(frozen=True)

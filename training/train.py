@@ -27,7 +27,14 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from block_env.aec import raw_env
 from block_env.agents import make_agent, make_env, make_vector_env
-from block_env.agents.policy import ACTOR_KEYS, CRITIC_KEYS, PolicyAgent, activation_class, average_actors
+from block_env.agents.policy import (
+    ACTOR_KEYS,
+    CRITIC_KEYS,
+    PolicyAgent,
+    activation_class,
+    average_actors,
+    check_averageable,
+)
 from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
 from block_env.files import replace_folder, save_atomically, write_atomically, write_csv_atomically
@@ -908,6 +915,7 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
     then save the step-0 agent: what PPO starts from, so that its own gain can be measured
     against it."""
     stats = None
+    members = averaging_members(model, config)  # checked before the slow part, not after it
     if config.pretrain.init_from is not None:
         init_from_agent(model, config)
         print(f"warm start: the policy of {config.pretrain.init_from}", flush=True)
@@ -929,17 +937,17 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
                 + (f"pass {stats['kept_epoch']}" if stats["kept_epoch"] else "the start"),
                 flush=True,
             )
-    if config.pretrain.average_with:
-        average_with_agents(model, config)
+    if members:
+        average_actors(model.policy, config.ppo.activation, members)
         print(f"warm start: the policy averaged with {', '.join(config.pretrain.average_with)}", flush=True)
     save_policy_agent(model, paths.agent(STEP_0), config)
     return stats
 
 
-def average_with_agents(model: Any, config: TrainConfig) -> None:
-    """The learner's policy network averaged, weight by weight, with ``pretrain.average_with``'s
-    (:func:`~block_env.agents.policy.average_actors`); ValueError names a member that reads
-    another encoding or has another network."""
+def averaging_members(model: Any, config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
+    """``pretrain.average_with``'s agents, by spec, loaded and checked against the learner's
+    network before any teacher game is played (:func:`~block_env.agents.policy.check_averageable`):
+    ValueError names a member of other rules, encoding, layers or activation."""
     rules = config.resolved_rules()
     members = []
     for spec in config.pretrain.average_with:
@@ -948,11 +956,12 @@ def average_with_agents(model: Any, config: TrainConfig) -> None:
         except ValueError as e:
             raise ValueError(f"pretrain.average_with {spec!r}: {e}") from None
         assert isinstance(member, PolicyAgent)  # the config admits pretrained:NAME and policy:PATH only
-        members.append(member)
+        members.append((spec, member))
     try:
-        average_actors(model.policy, members, config.ppo.activation)
+        check_averageable(model.policy, config.ppo.activation, members)
     except ValueError as e:
         raise ValueError(f"pretrain.average_with: {e}") from None
+    return members
 
 
 def learn(
