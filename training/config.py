@@ -233,7 +233,9 @@ class PretrainConfig:
     a "model soup" of one network shape and encoding, each member counting as much as the
     learner. Networks fitted to noisy labels along one lineage (each round started from the one
     before) err partly apart, and their average may play stronger than any of them. The value head
-    stays the learner's. Empty: no averaging."""
+    stays the learner's. The members are loaded and checked against the learner's network before
+    any teacher game; averaging needs a warm start (``init_from`` or ``teacher``). Empty: no
+    averaging."""
     prior: PriorConfig | None = None
     """A first imitation stage whose network ``teacher``, ``init_from``, ``played_by`` and
     ``against`` may name as ``{prior}``; null: none."""
