@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,9 @@ from block_env.agents.policy import (
     PolicyAgent,
     activation_class,
     average_actors,
+    build_policy,
     check_averageable,
+    policy_shape,
 )
 from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
@@ -910,12 +912,18 @@ def with_prior(config: TrainConfig, paths: RunPaths) -> TrainConfig:
     return dataclasses.replace(config, pretrain=dataclasses.replace(config.pretrain, **resolved))
 
 
-def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool = True) -> dict[str, Any] | None:
+def warm_start(
+    model: Any,
+    config: TrainConfig,
+    paths: RunPaths,
+    progress: bool = True,
+    members: Sequence[tuple[str, PolicyAgent]] = (),
+) -> dict[str, Any] | None:
     """Start from a trained agent and imitate the teacher (each if the config names one),
+    average the result with ``members`` (:func:`averaging_members`, ``pretrain.average_with``),
     then save the step-0 agent: what PPO starts from, so that its own gain can be measured
     against it."""
     stats = None
-    members = averaging_members(model, config)  # checked before the slow part, not after it
     if config.pretrain.init_from is not None:
         init_from_agent(model, config)
         print(f"warm start: the policy of {config.pretrain.init_from}", flush=True)
@@ -944,10 +952,11 @@ def warm_start(model: Any, config: TrainConfig, paths: RunPaths, progress: bool 
     return stats
 
 
-def averaging_members(model: Any, config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
-    """``pretrain.average_with``'s agents, by spec, loaded and checked against the learner's
-    network before any teacher game is played (:func:`~block_env.agents.policy.check_averageable`):
-    ValueError names a member of other rules, encoding, layers or activation."""
+def averaging_members(config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
+    """``pretrain.average_with``'s agents, by spec, loaded and checked against the network the
+    config gives the learner (:func:`~block_env.agents.policy.check_averageable`), so that a run
+    refuses them before its teacher games rather than after: ValueError names a member of other
+    rules, encoding, layers or activation."""
     rules = config.resolved_rules()
     members = []
     for spec in config.pretrain.average_with:
@@ -957,8 +966,10 @@ def averaging_members(model: Any, config: TrainConfig) -> list[tuple[str, Policy
             raise ValueError(f"pretrain.average_with {spec!r}: {e}") from None
         assert isinstance(member, PolicyAgent)  # the config admits pretrained:NAME and policy:PATH only
         members.append((spec, member))
+    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
+    learner = build_policy(policy_shape(rules, config.observation, arch, config.ppo.activation))
     try:
-        check_averageable(model.policy, config.ppo.activation, members)
+        check_averageable(learner, config.ppo.activation, members)
     except ValueError as e:
         raise ValueError(f"pretrain.average_with: {e}") from None
     return members
@@ -1006,9 +1017,11 @@ def train(
 
     torch.set_num_threads(1)  # rollouts and SB3's env processes; the batched env's updates take every core
     paths = RunPaths(Path(out))
+    members: list[tuple[str, PolicyAgent]] = []
     if resume is None:  # before any stage runs, not after an hour of the prior's teacher games
         for path in config.pretrain.earlier_decisions:
             check_decisions(path, config)
+        members = averaging_members(config)
     paths.root.mkdir(parents=True, exist_ok=True)
     write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
 
@@ -1023,7 +1036,7 @@ def train(
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
     if resume is None:
         with timed(phases, "warm_start"):
-            pretrain_stats = warm_start(model, config, paths, progress)
+            pretrain_stats = warm_start(model, config, paths, progress, members)
     if resume is None and config.expert.rounds:
         with timed(phases, "expert_iteration"):
             expert_rows = expert_iteration(model, config, paths.root, progress)
