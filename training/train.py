@@ -957,6 +957,8 @@ def averaging_members(config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
     config gives the learner (:func:`~block_env.agents.policy.check_averageable`), so that a run
     refuses them before its teacher games rather than after: ValueError names a member of other
     rules, encoding, layers or activation."""
+    if not config.pretrain.average_with:
+        return []
     rules = config.resolved_rules()
     members = []
     for spec in config.pretrain.average_with:
