@@ -121,24 +121,31 @@ def round_points_scale(config: TrainConfig) -> float | None:
     return config.reward_scale if config.reward == "zero_sum" and config.episode == "round" else None
 
 
+def learner_shape(config: TrainConfig) -> dict[str, Any]:
+    """The agent.json keys that shape the learner's network as an agent folder holds it
+    (:func:`~block_env.agents.policy.policy_shape`): its encoding's size, the action count,
+    ``ppo.net_arch`` for the policy and the value network, and ``ppo.activation``."""
+    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
+    return policy_shape(config.resolved_rules(), config.observation, arch, config.ppo.activation)
+
+
 def save_policy_agent(model: Any, folder: Path, config: TrainConfig) -> Path:
     """The learner's policy as an agent folder; with the asymmetric critic, its actor alone."""
-    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
-    rules = config.resolved_rules()
+    shape = learner_shape(config)
     policy = model.policy
     if config.ppo.asymmetric:
         from block_env.training.critic import export_actor
 
-        policy = export_actor(policy, policy_shape(rules, config.observation, arch, config.ppo.activation))
+        policy = export_actor(policy, shape)
     # The saved value head is kept only when it read the observation alone: then a search may
     # use it at its leaves.
     value_scale = None if config.ppo.asymmetric else round_points_scale(config)
     return save_agent(
         policy,
         folder,
-        rules,
+        config.resolved_rules(),
         config.observation,
-        net_arch=arch,
+        net_arch=shape["net_arch"],
         activation=config.ppo.activation,
         value_scale=value_scale,
     )

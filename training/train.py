@@ -35,7 +35,6 @@ from block_env.agents.policy import (
     average_actors,
     build_policy,
     check_averageable,
-    policy_shape,
 )
 from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
@@ -53,6 +52,7 @@ from block_env.training.teaching import (
     decisions_in_processes,
     fit_policy,
     join_decisions,
+    learner_shape,
     load_decisions,
     move_value_targets,
     one_hot_targets,
@@ -968,10 +968,8 @@ def averaging_members(config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
             raise ValueError(f"pretrain.average_with {spec!r}: {e}") from None
         assert isinstance(member, PolicyAgent)  # the config admits pretrained:NAME and policy:PATH only
         members.append((spec, member))
-    arch = {"pi": list(config.ppo.net_arch), "vf": list(config.ppo.net_arch)}
-    learner = build_policy(policy_shape(rules, config.observation, arch, config.ppo.activation))
     try:
-        check_averageable(learner, config.ppo.activation, members)
+        check_averageable(build_policy(learner_shape(config)), config.ppo.activation, members)
     except ValueError as e:
         raise ValueError(f"pretrain.average_with: {e}") from None
     return members
