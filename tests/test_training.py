@@ -977,7 +977,7 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
         PolicyTargets,
         fit_policy,
         load_decisions,
-        loss_and_agreement,
+        policy_figures,
         split_held_out,
     )
     from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env, train
@@ -999,7 +999,8 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     assert np.array_equal(np.concatenate([fitted["actions"], held["actions"]]), data["actions"])  # the last held
     held_out = PolicyTargets(held["observations"], held["masks"], imitation_targets(held, config))
     load_policy_weights(tmp_path / "held" / "step_0", model.policy)
-    assert loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(summary["held_out_loss"], rel=1e-5)
+    assert policy_figures(model.policy, held_out, 64)["loss"] == pytest.approx(summary["held_out_loss"], rel=1e-5)
+    assert "value" not in summary["held_out_by_epoch"][0]  # the teacher's moves only: no searched values
 
     few = {key: array[:16] for key, array in fitted.items()}
     stats = fit_policy(
@@ -1017,7 +1018,7 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     losses = [fit["loss"] for fit in stats["held_out_by_epoch"]]
     assert stats["kept_epoch"] < 40 and losses[-1] > stats["held_out_loss"] == min(losses)
     assert stats["held_out_target_entropy"] <= stats["held_out_loss"]
-    assert loss_and_agreement(model.policy, held_out, 64)[0] == pytest.approx(stats["held_out_loss"], rel=1e-5)
+    assert policy_figures(model.policy, held_out, 64)["loss"] == pytest.approx(stats["held_out_loss"], rel=1e-5)
 
     values["pretrain"]["holdout"] = 0.001
     with pytest.raises(
@@ -1027,6 +1028,40 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     values["pretrain"]["holdout"] = 0.999
     with pytest.raises(ValueError, match=rf"holds out {total}: none would be fitted"):
         train(config_from_dict(values), tmp_path / "all", progress=False)
+
+
+def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_policys_choices(tiny_run, tmp_path):
+    """Fitted to move values, the held-out report adds each pass's mean searched value of the
+    policy's best legal move there: for the kept network, the mean of the held-out values at
+    the moves its saved agent chooses."""
+    from block_env.training.teaching import save_decisions, split_held_out
+    from block_env.training.train import train
+
+    saved = np.load(tiny_run / "teacher_decisions.npz")
+    data = {key: saved[key] for key in saved.files if key != "about"}
+    rng = np.random.default_rng(0)
+    data["values"] = np.where(data["masks"], rng.normal(0.0, 5.0, data["masks"].shape), np.nan).astype(np.float32)
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
+    values["pretrain"] = values["pretrain"] | {
+        "teacher": "search",
+        "targets": "values",
+        "decisions": 0,
+        "earlier_decisions": [str(tmp_path / "searched.npz")],
+        "holdout": 0.25,
+    }
+    config = config_from_dict(values)
+    save_decisions(tmp_path / "searched.npz", data, config)
+    summary = train(config, tmp_path / "run", progress=False)["pretrain"]
+
+    by_epoch = summary["held_out_by_epoch"]
+    assert len(by_epoch) == values["pretrain"]["epochs"] + 1 and all("value" in fit for fit in by_epoch)
+    held = split_held_out(data, 0.25)[1]
+    agent = make_agent(f"policy:{tmp_path / 'run' / 'step_0'}", Rules())
+    chosen = np.where(held["masks"], agent.logits(held["observations"]), -np.inf).argmax(axis=1)
+    expected = held["values"][np.arange(len(chosen)), chosen].mean()
+    assert summary["held_out_value"] == pytest.approx(expected, rel=1e-5) == by_epoch[summary["kept_epoch"]]["value"]
+    best, worst = np.nanmax(held["values"], axis=1).mean(), np.nanmin(held["values"], axis=1).mean()
+    assert all(worst <= fit["value"] <= best for fit in by_epoch)
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):

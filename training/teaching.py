@@ -309,13 +309,14 @@ def fit_policy(
     after the last epoch (``accuracy``), and the last epoch's mean losses. ``advance(n)`` is
     told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions).
 
-    With ``held_out`` decisions (never fitted), the policy's loss and agreement on them are
+    With ``held_out`` decisions (never fitted), the policy's loss and agreement on them (and the
+    searched value of its choices, when they hold move values: :func:`policy_figures`) are
     measured before fitting and after every pass (``held_out_by_epoch``, the start first, each
     with its ``fitted_agreement``: how often it chose the targets' best move on the decisions
     it fits, before fitting for the start and during the pass for each pass), and the whole
     network (policy and value head) of the pass with the lowest held-out loss is the one kept
-    (``kept_epoch``; 0: the start, no pass helped), with its ``held_out_loss`` and
-    ``held_out_agreement``; ``held_out_target_entropy`` is the least loss any policy could
+    (``kept_epoch``; 0: the start, no pass helped), with its ``held_out_loss``,
+    ``held_out_agreement`` (and ``held_out_value``); ``held_out_target_entropy`` is the least loss any policy could
     reach there. A fit that starts to learn its labels' noise is stopped where it did best on
     decisions it did not see. ``accuracy`` and the losses stay those of the last pass.
     """
@@ -330,7 +331,7 @@ def fit_policy(
     value_target = torch.as_tensor(returns, dtype=torch.float32)
     generator = torch.Generator().manual_seed(seed)
 
-    agreement = loss_and_agreement(policy, PolicyTargets(observations, masks, targets), batch_size)[1]
+    agreement = policy_figures(policy, PolicyTargets(observations, masks, targets), batch_size)["agreement"]
     policy.set_training_mode(True)
     stats: dict[str, Any] = {}
     by_epoch: list[dict[str, float]] = []
@@ -339,9 +340,9 @@ def fit_policy(
     def measure_held_out(epoch: int, fitted_agreement: float) -> None:
         nonlocal kept_epoch, kept
         assert held_out is not None
-        loss, held_out_agreement = loss_and_agreement(policy, held_out, batch_size)
-        by_epoch.append({"loss": loss, "agreement": held_out_agreement, "fitted_agreement": fitted_agreement})
-        if epoch == 0 or loss < by_epoch[kept_epoch]["loss"]:
+        figures = policy_figures(policy, held_out, batch_size)
+        by_epoch.append(figures | {"fitted_agreement": fitted_agreement})
+        if epoch == 0 or figures["loss"] < by_epoch[kept_epoch]["loss"]:
             kept_epoch, kept = epoch, {name: tensor.clone() for name, tensor in policy.state_dict().items()}
 
     if held_out is not None:
@@ -380,6 +381,7 @@ def fit_policy(
             "kept_epoch": kept_epoch,
             "held_out_loss": by_epoch[kept_epoch]["loss"],
             "held_out_agreement": by_epoch[kept_epoch]["agreement"],
+            **({"held_out_value": by_epoch[kept_epoch]["value"]} if held_out.values is not None else {}),
             "held_out_target_entropy": target_entropy(held_out.targets),
         }
     return stats
@@ -397,21 +399,28 @@ def policy_logits_and_values(policy: Any, observations: Any, legal: Any) -> tupl
 @dataclass(frozen=True)
 class PolicyTargets:
     """Teacher decisions and what a policy is fitted to on them: the observations, legal-move
-    masks and target move distributions (as :func:`fit_policy` reads them)."""
+    masks and target move distributions (as :func:`fit_policy` reads them), and, from a search
+    teacher, every legal move's searched value (points per round; NaN for the others)."""
 
     observations: np.ndarray
     masks: np.ndarray
     targets: np.ndarray
+    values: np.ndarray | None = None
 
 
-def loss_and_agreement(policy: Any, decisions: PolicyTargets, batch_size: int) -> tuple[float, float]:
-    """The policy's mean cross-entropy to the decisions' targets, and how often its best legal
-    move is the targets' best (measured in evaluation mode, the policy's mode restored)."""
+def policy_figures(policy: Any, decisions: PolicyTargets, batch_size: int) -> dict[str, float]:
+    """The policy's mean cross-entropy to the decisions' targets (``loss``), how often its best
+    legal move is the targets' best (``agreement``) and, where the decisions hold move values,
+    the mean searched value of its best legal move (``value``, points per round), measured in
+    evaluation mode (the policy's mode restored). On decisions it was not fitted to, ``value``
+    is an unbiased estimate of what its choices are worth under the teacher's search, so a
+    change in it between two networks says how many points a decision one gains there;
+    agreement with the best of noisy values says little (two runs of a search disagree)."""
     import torch
 
     training = policy.training
     policy.set_training_mode(False)
-    loss_sum = correct = 0.0
+    loss_sum = correct = value_sum = 0.0
     with torch.no_grad():
         for start in range(0, len(decisions.targets), batch_size):
             rows = slice(start, start + batch_size)
@@ -419,9 +428,16 @@ def loss_and_agreement(policy: Any, decisions: PolicyTargets, batch_size: int) -
             logits = policy_logits_and_values(policy, obs, legal)[0]
             target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
             loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
-            correct += (logits.argmax(-1) == target.argmax(-1)).sum().item()
+            chosen = logits.argmax(-1)
+            correct += (chosen == target.argmax(-1)).sum().item()
+            if decisions.values is not None:
+                value_sum += float(np.take_along_axis(decisions.values[rows], chosen.numpy()[:, None], 1).sum())
     policy.set_training_mode(training)
-    return loss_sum / len(decisions.targets), correct / len(decisions.targets)
+    count = len(decisions.targets)
+    figures = {"loss": loss_sum / count, "agreement": correct / count}
+    if decisions.values is not None:
+        figures["value"] = value_sum / count
+    return figures
 
 
 def target_entropy(targets: np.ndarray) -> float:

@@ -405,7 +405,9 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
                 f"pretrain.holdout {config.pretrain.holdout} of {total} decisions holds out "
                 f"{len(held_data['actions'])}: none would be {'fitted' if len(held_data['actions']) else 'held out'}"
             )
-        held_out = PolicyTargets(held_data["observations"], held_data["masks"], imitation_targets(held_data, config))
+        held_out = PolicyTargets(
+            held_data["observations"], held_data["masks"], imitation_targets(held_data, config), held_data.get("values")
+        )
     data = join_decisions(parts, config.pretrain.targets)
     del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
@@ -939,6 +941,7 @@ def warm_start(
                 f"warm start: on {stats['held_out_decisions']} held-out decisions, "
                 + ", ".join(
                     f"{f'pass {epoch}' if epoch else 'start'}: loss {fit['loss']:.4f}, agreement {fit['agreement']:.1%}"
+                    + (f", value {fit['value']:+.3f}" if "value" in fit else "")
                     for epoch, fit in enumerate(stats["held_out_by_epoch"])
                 )
                 + f" (the targets' entropy {stats['held_out_target_entropy']:.4f}); kept "
