@@ -36,7 +36,8 @@ def replay_round(rules: Rules, record: object) -> tuple[Round, list[dict[str, An
     if not isinstance(record, dict):
         raise ValueError(f"a round record must be an object with hands, lead and moves, got {record!r}")
     scenario = parse_reset_options(rules, {"hands": record.get("hands")})
-    assert scenario is not None and scenario.hands is not None
+    if scenario is None or scenario.hands is None:
+        raise ValueError("a round record needs 'hands': one list of tiles per seat")
     lead = record.get("lead")
     if lead != "heaviest" and not is_int(lead):
         raise ValueError(f"a round record's 'lead' must be a seat or 'heaviest', got {lead!r}")

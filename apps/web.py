@@ -20,7 +20,7 @@ API (JSON):
 - ``POST /api/games/{id}/next``: after a round of a match, deal the next.
 - ``POST /api/games/{id}/resume`` ``{"fallback": bool}``: after an opponent failed (the view's
   ``stalled``), let it try its move again, or seat :data:`FALLBACK_AGENT` in its place.
-- ``GET /api/games/{id}/replay``: the game so far as a replay (``block_env.apps.replay``).
+- ``GET /api/games/{id}/replay``: the game so far as a replay, its finished rounds only (``block_env.apps.replay``).
 - ``GET /api/games/{id}/hint``, ``GET /api/games/{id}/review``: the coach's view of each legal
   move now, or of each choice made in the last finished round (``block_env.apps.coach``).
 - ``POST /api/replay`` ``{"replay": {...}}``: every frame of a replay, checked move by move.
@@ -387,7 +387,12 @@ class WebGame:
         return rnd
 
     def replay(self) -> dict[str, Any]:
-        return {"rules": self.rules.as_dict(), "agents": self.names, "rounds": self.env.round_records()}
+        """The game so far as a replay: its finished rounds (every round, once the game is over).
+        The round in play is left out until it ends, since a record holds every seat's hand."""
+        records = self.env.round_records()
+        if not self.over:
+            records = records[: len(self.env.results)]
+        return {"rules": self.rules.as_dict(), "agents": self.names, "rounds": records}
 
 
 class Games:
@@ -439,7 +444,7 @@ class Games:
         )
         try:
             game = start_game(game_id, settings)
-        except BadRequest:
+        except Exception:  # whatever stopped it, a game that was never built leaves no row behind
             self.store.discard(game_id)
             raise
         self._keep(game)
@@ -524,6 +529,10 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
         raise BadRequest("the body must be JSON") from None
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
+    try:  # JSON's \ud800 escapes decode to lone surrogates, which no answer could echo back
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest("the body holds text that is not valid Unicode (a lone surrogate escape)") from None
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise BadRequest(f"unknown field(s) {unknown}; expected some of {sorted(allowed)}")
@@ -868,7 +877,7 @@ async def resume(request: Request) -> JSONResponse:
 
 
 async def game_replay(request: Request) -> JSONResponse:
-    """``GET /api/games/{id}/replay``: the game so far as a replay."""
+    """``GET /api/games/{id}/replay``: the game so far as a replay (its finished rounds)."""
 
     def read() -> dict[str, Any]:
         game = _game(request)

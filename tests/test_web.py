@@ -115,7 +115,7 @@ def test_bad_moves_are_refused_and_change_nothing(client):
 
 def test_many_games_at_once_do_not_mix(client):
     views = [client.post("/api/games", json={"seed": s, "opponents": ["greedy"]}).json() for s in range(4)]
-    for _ in range(30):  # interleave moves across the games
+    while not all(view["over"] for view in views):  # interleave moves across the games
         for i, view in enumerate(views):
             if not view["over"]:
                 views[i] = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
@@ -137,6 +137,36 @@ def test_replays_are_checked_move_by_move(client):
     assert response.status_code == 422 and "round 1: move 0" in response.json()["error"]
     response = client.post("/api/replay", json={"replay": {**record, "rules": {"max_pips": 6}}})
     assert response.status_code == 422 and "unknown Rules field(s): max_pips" in response.json()["error"]
+
+
+def test_a_game_in_play_replays_only_its_finished_rounds(client):
+    """A round record holds every seat's hand, so the round in play stays out of the game's
+    replay until it ends: no client can read its opponents' tiles there."""
+
+    def replayed(view):
+        return client.get(f"/api/games/{view['id']}/replay").json()["rounds"]
+
+    view = client.post("/api/games", json={"seed": 3, "opponents": ["greedy"], "episode": "match"}).json()
+    view = play_first_moves(client, view, 1)
+    assert view["line"] and replayed(view) == []
+    while not view["paused"]:
+        view = play_first_moves(client, view, 1)
+    (first,) = replayed(view)  # the round just ended, which replays to the result shown
+    final, _ = replay_round(PRESETS["standard"], first)
+    assert view["result"]["hands"] == [[list(t) for t in final.rules.tile_set.tiles_of(h)] for h in final.hands]
+    view = play_first_moves(client, client.post(f"/api/games/{view['id']}/next").json(), 1)
+    assert view["round"] == 2 and view["line"] and replayed(view) == [first]
+    over = play_first_moves(client, view)
+    assert len(replayed(over)) == over["round"] >= 2  # over: every round, the last one too
+
+
+def test_a_replay_without_hands_or_with_text_no_answer_can_hold_gets_a_4xx(client):
+    record = {"rules": {}, "agents": ["a", "b"], "rounds": [{"lead": 0, "moves": []}]}
+    response = client.post("/api/replay", json={"replay": record})
+    assert response.status_code == 422 and "a round record needs 'hands'" in response.json()["error"]
+    for body in (b'{"replay": {"rules": {"\\ud800x": 1}}}', b'{"replay": {"agents": ["\\ud800", "b"]}}'):
+        response = client.post("/api/replay", content=body, headers={"Content-Type": "application/json"})
+        assert response.status_code == 400 and "not valid Unicode" in response.json()["error"]
 
 
 def test_the_page_and_its_assets_are_served(client):
@@ -262,7 +292,7 @@ def test_an_opponent_that_raises_leaves_the_move_standing_and_the_game_playable(
         "error": "faulty failed: RuntimeError: the opponent's own bug",
     }
     assert stalled["to_play"] == 1
-    assert client.get(f"/api/games/{view['id']}/replay").json()["rounds"][0]["moves"] == [[0, action]]
+    assert len(client.get(f"/api/games/{view['id']}").json()["line"]) == 1  # read back: the move was kept
     refused = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(stalled)})
     assert refused.status_code == 409 and "POST .../resume" in refused.json()["error"]
     again = client.post(f"/api/games/{view['id']}/resume", json={})  # the same opponent tries again, and fails again
@@ -303,12 +333,34 @@ def test_a_move_past_the_time_budget_is_stopped_and_the_game_goes_on(monkeypatch
     assert play_first_moves(client, view)["over"]
 
 
+class Unbuildable(Agent):
+    """Fails while it is built, as a broken agent folder would."""
+
+    name = "unbuildable"
+
+    def __init__(self, rules, seed=None, observation="vector"):
+        raise KeyError("a key its folder lacks")
+
+    def act(self, obs):
+        raise AssertionError("never built")
+
+
+def test_a_game_whose_opponent_cannot_be_built_leaves_no_game_behind(monkeypatch):
+    monkeypatch.setitem(AGENTS, Unbuildable.name, Unbuildable)
+    opponents = Opponents(allowed=[*ALLOWED_AGENTS, Unbuildable.name])
+    client = TestClient(
+        create_app(Games(max_active=1, new_games_per_minute=0), opponents=opponents), raise_server_exceptions=False
+    )
+    assert client.post("/api/games", json={"seed": 1, "opponents": ["unbuildable"]}).status_code == 500
+    assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201  # no slot held
+
+
 def test_an_illegal_move_from_an_opponent_is_refused_and_named(monkeypatch):
     client = _client_with(monkeypatch, Cheat)
     view = _game_where_the_person_moves_first(client, "cheat")
     view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
     assert view["stalled"]["error"] == "cheat chose action 56, which is not legal here"
-    assert len(client.get(f"/api/games/{view['id']}/replay").json()["rounds"][0]["moves"]) == 1
+    assert len(client.get(f"/api/games/{view['id']}").json()["line"]) == 1
 
 
 def test_a_full_server_refuses_before_any_opponent_is_built(monkeypatch):
@@ -334,10 +386,9 @@ def test_a_full_server_refuses_before_any_opponent_is_built(monkeypatch):
 def test_opponents_are_seeded_by_seat_and_the_same_seed_plays_the_same_game(client):
     body = {"preset": "standard_3p", "seed": 11, "opponents": ["search:worlds=8", "random"], "seat": 2}
     views = [client.post("/api/games", json=body).json() for _ in range(2)]
-    for _ in range(2):
-        views = [client.post(f"/api/games/{v['id']}/move", json={"action": first_move(v)}).json() for v in views]
+    views = [play_first_moves(client, v) for v in views]
     records = [client.get(f"/api/games/{v['id']}/replay").json()["rounds"] for v in views]
-    assert records[0] == records[1] and views[0]["seed"] == 11
+    assert records[0] == records[1] and len(records[0][0]["moves"]) > 2 and views[0]["seed"] == 11
 
 
 def test_the_terminal_seeds_each_opponent_by_its_seat(monkeypatch):

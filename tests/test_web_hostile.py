@@ -104,6 +104,8 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(monkeypatch):
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"seed": "\xff\xfe"}', "UTF-8"),
         (b"{", "must be JSON"),
+        (b'{"opponents": ["\\ud800"]}', "not valid Unicode"),
+        (b'{"\\udfff": 1}', "not valid Unicode"),
     ],
 )
 def test_malformed_json_gets_400(raw, message):
@@ -155,12 +157,18 @@ def test_fuzzed_calls_never_get_a_5xx_nor_change_a_game_they_were_refused_on(seq
             "replay": (f"/api/games/{game}/replay", "get"),
             "expand": ("/api/replay", "post"),
         }[kind]
-        before = client.get(f"/api/games/{game}/replay").json()
+        before = state_of(client, game)
         response = client.post(path, json=body) if method == "post" else client.get(path)
         assert response.status_code < 500, (kind, body, response.text)
         if response.status_code >= 400:
             assert "error" in response.json()
-            assert client.get(f"/api/games/{game}/replay").json() == before, (kind, body)
+            assert state_of(client, game) == before, (kind, body)
+
+
+def state_of(client, game):
+    """What a player can read of the game: its view (the round in play) and its replay (the
+    rounds finished)."""
+    return client.get(f"/api/games/{game}").json(), client.get(f"/api/games/{game}/replay").json()
 
 
 def test_only_the_operators_agent_folders_are_served_and_other_paths_get_one_answer(tmp_path):
