@@ -1030,6 +1030,19 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
         train(config_from_dict(values), tmp_path / "all", progress=False)
 
 
+def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_and_the_run_is_left_as_it_was(tiny_run, capsys):
+    """Without --resume, a run's folder is never reused: its learning curve, best agent and
+    snapshots would mix with the new run's (the new curve appended to the old, the old best
+    kept unless beaten) or be overwritten."""
+    before = {path: path.read_bytes() for path in tiny_run.rglob("*") if path.is_file()}
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--config", str(TINY), "--out", str(tiny_run), "--quiet"])
+    error = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert f"{tiny_run} already holds a run (" in error and "learning_curve.csv" in error and "best" in error
+    assert {path: path.read_bytes() for path in tiny_run.rglob("*") if path.is_file()} == before
+
+
 def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_policys_choices(tiny_run, tmp_path):
     """Fitted to move values, the held-out report adds each pass's mean searched value of the
     policy's best legal move there: for the kept network, the mean of the held-out values at

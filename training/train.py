@@ -100,6 +100,13 @@ class RunPaths:
     def agent(self, name: str) -> Path:
         return self.root / name
 
+    def earlier_run(self) -> list[str]:
+        """The outputs of a run already in ``root``: a new run there (not a resume) would mix
+        its curve, best agent and snapshots with them, or overwrite them."""
+        names = ("training.json", "learning_curve.csv", "teacher_decisions.npz", "checkpoints", "snapshots")
+        names += (BEST, FINAL, STEP_0, PRIOR)
+        return sorted(name for name in names if (self.root / name).exists())
+
 
 # -- environments ------------------------------------------------------------------------------
 
@@ -1022,6 +1029,11 @@ def train(
     paths = RunPaths(Path(out))
     members: list[tuple[str, PolicyAgent]] = []
     if resume is None:  # before any stage runs, not after an hour of the prior's teacher games
+        if earlier := paths.earlier_run():
+            raise ValueError(
+                f"{paths.root} already holds a run ({', '.join(earlier)}), which a new one would mix with or "
+                "overwrite: choose another --out (an interrupted training run goes on with train's --resume latest)"
+            )
         for path in config.pretrain.earlier_decisions:
             check_decisions(path, config)
         members = averaging_members(config)
