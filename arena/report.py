@@ -118,18 +118,22 @@ def _outcomes(config: ArenaConfig, records: list[dict[str, Any]]) -> tuple[Outco
                 seat_rounds[a] += 1
             if config.episode == "match":
                 bucket["match"].append(1.0 if rec["match_winner_side"] == side else 0.0)
-        # Head to head: per round, one agent's points minus the other's when both sit at
-        # the table on different sides (one representative seat per agent).
-        side_of_agent: dict[int, int] = {}
+        # Head to head: per round, one agent's points minus the other's when they sit on
+        # different sides. With fewer agents than seats an agent holds several seats, and
+        # its points are their mean: each of its seats counts, as the rotations balance them.
+        sides_of_agent: dict[int, list[int]] = {}
         for seat, a in enumerate(seating):
-            side_of_agent.setdefault(a, rules.side_of(seat))
-        for a, b in itertools.permutations(side_of_agent, 2):
-            if side_of_agent[a] == side_of_agent[b]:
+            sides_of_agent.setdefault(a, []).append(rules.side_of(seat))
+        for a, b in itertools.permutations(sides_of_agent, 2):
+            if set(sides_of_agent[a]) & set(sides_of_agent[b]):
                 continue
             margins = margin_by_deal.setdefault((a, b), {}).setdefault(rec["deal"], [])
             for result in results:
                 points = result.side_values("points")
-                margins.append(points[side_of_agent[a]] - points[side_of_agent[b]])
+                margins.append(
+                    sum(points[s] for s in sides_of_agent[a]) / len(sides_of_agent[a])
+                    - sum(points[s] for s in sides_of_agent[b]) / len(sides_of_agent[b])
+                )
     return per_deal, margin_by_deal, seat_rounds
 
 

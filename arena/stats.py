@@ -25,12 +25,25 @@ class Estimate:
         return (self.high - self.low) / 2
 
     def fmt(self, percent: bool = False, digits: int = 1) -> str:
+        """``mean ± x``; ``mean (low .. high)`` where a bound was clipped to the possible range
+        (the interval is not symmetric); the mean alone for a single unit (no interval).
+
+        Examples:
+            >>> mean_ci([0.0, 1.0, 1.0, 1.0]).fmt(percent=True), mean_ci([0.0, 1.0, 1.0, 1.0], (0, 1)).fmt(True)
+            ('75.0% ± 49.0', '75.0% (26.0 .. 100.0)')
+            >>> mean_ci([2.5]).fmt()
+            '2.5 (one deal: no interval)'
+        """
         if self.n == 0 or math.isnan(self.mean):
             return "n/a"
         scale = 100.0 if percent else 1.0
-        half = self.halfwidth * scale
         unit = "%" if percent else ""
-        return f"{self.mean * scale:.{digits}f}{unit} ± {half:.{digits}f}"
+        mean = f"{self.mean * scale:.{digits}f}{unit}"
+        if self.n == 1:
+            return f"{mean} (one deal: no interval)"
+        if not math.isclose(self.high - self.mean, self.mean - self.low, rel_tol=1e-9, abs_tol=1e-12):
+            return f"{mean} ({self.low * scale:.{digits}f} .. {self.high * scale:.{digits}f})"
+        return f"{mean} ± {self.halfwidth * scale:.{digits}f}"
 
 
 NOT_MET = Estimate(float("nan"), float("nan"), float("nan"), 0)  # never at a table together
@@ -48,8 +61,8 @@ def mean_ci(values: Sequence[float], clip: tuple[float, float] | None = None) ->
     if n == 0:
         return Estimate(float("nan"), float("nan"), float("nan"), 0)
     mean = sum(values) / n
-    if n == 1:
-        return Estimate(mean, mean, mean, 1)
+    if n == 1:  # one unit: no spread to measure, so no interval (not a zero-width one)
+        return Estimate(mean, float("nan"), float("nan"), 1)
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     half = Z95 * math.sqrt(var / n)
     low, high = mean - half, mean + half

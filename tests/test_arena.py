@@ -57,7 +57,11 @@ def test_mean_ci_arithmetic():
     assert est.high - est.mean == pytest.approx(1.959964 * sd / 2)
     assert mean_ci([0.9, 1.0, 1.0], clip=(0.0, 1.0)).high == 1.0
     assert math.isnan(mean_ci([]).mean)
-    assert mean_ci([3.0]).low == 3.0
+    single = mean_ci([3.0])  # one deal: no interval, rather than a zero-width one
+    assert single.mean == 3.0 and math.isnan(single.low) and math.isnan(single.high)
+    assert single.fmt() == "3.0 (one deal: no interval)"
+    clipped = mean_ci([0.0] + [1.0] * 7, clip=(0.0, 1.0))  # the upper bound cut at 100%
+    assert clipped.high == 1.0 and clipped.fmt(percent=True) == f"87.5% ({clipped.low * 100:.1f} .. 100.0)"
 
 
 def _record(deal, seating, winning_side, award=10):
@@ -281,3 +285,19 @@ def test_a_progress_bar_where_output_is_redirected_prints_plain_lines(capsys):
     with progress_bar(True, 3, "teacher decisions") as advance:
         advance(3)
     assert capsys.readouterr().out.startswith("teacher decisions: 3/3 (100%)")
+
+
+@pytest.mark.parametrize(
+    "rules, agents",
+    [("standard_3p", ("greedy", "greedy:")), ("standard_4p", ("greedy", "greedy:", "greedy:observation=vector"))],
+)
+def test_with_fewer_agents_than_seats_every_seat_of_an_agent_counts_head_to_head(rules, agents):
+    """Copies of one deterministic agent play every rotation of a table the same way, so any
+    margin between them is the seats' luck, which counting all of an agent's seats cancels."""
+    from block_env.arena import evaluate
+
+    report = evaluate(list(agents), rules, deals=12, seed=2, workers=1, progress=False)
+    for a in agents:
+        for b in agents:
+            if a != b:
+                assert report.head_to_head[a][b].mean == 0.0 and report.head_to_head[a][b].n == 12

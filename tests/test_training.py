@@ -278,6 +278,8 @@ def test_curve_points_play_deals_until_the_interval_is_narrow_enough(tiny_run):
         "learning-curve point against greedy",
         "learning-curve point against random",
     ]
+    one = evaluate_against_baselines(agent, _with_eval(deals=1, halfwidth=1.0, max_deals=3), deals=1, seed=5)
+    assert one["vs_random_deals"] > 1  # one deal has no interval to stop on: it plays on
 
 
 def _with_eval(**changes):

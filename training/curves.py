@@ -64,7 +64,10 @@ def head_to_head(
                 stacklevel=2,
             )
             return estimate
-        target = min(max_deals, max(played + 1, math.ceil(1.1 * played * (estimate.halfwidth / halfwidth) ** 2)))
+        if estimate.n < 2:  # one deal: no interval yet to size the rest by
+            target = min(max_deals, played + 1)
+        else:
+            target = min(max_deals, max(played + 1, math.ceil(1.1 * played * (estimate.halfwidth / halfwidth) ** 2)))
 
 
 def read_curve(path: Path) -> list[dict[str, str]]:
