@@ -35,9 +35,11 @@ def open_records(path: Path, config: ArenaConfig, resume: bool) -> dict[int, lis
         header = json.loads(lines[0])["config"] if lines else None
     except (json.JSONDecodeError, KeyError, TypeError):
         header = None
-    if header != json.loads(json.dumps(config_key(config))):
+    wanted = json.loads(json.dumps(config_key(config)))
+    if header != wanted:
+        differ = sorted(key for key in wanted if not isinstance(header, dict) or header.get(key) != wanted[key])
         raise ValueError(
-            f"{path} was written by another arena run (agents, rules, deals or seed differ): cannot resume it"
+            f"{path} was written by another arena run ({', '.join(differ) or 'its header'} differ): cannot resume it"
         )
     done: dict[int, list[dict[str, Any]]] = {}
     for number, line in enumerate(lines[1:], start=2):

@@ -7,6 +7,7 @@ import csv
 import io
 import itertools
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -282,7 +283,9 @@ def _chart(report: ArenaReport, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     ranked = report.ranked()
-    names = [a.agent if len(a.agent) <= 32 else "…" + a.agent[-31:] for a in ranked]
+    # Long names keep both ends; the bars sit at positions, so two equal labels stay two rows.
+    names = [a.agent if len(a.agent) <= 32 else a.agent[:12] + "…" + a.agent[-19:] for a in ranked]
+    rows = list(range(len(names)))
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.6 * len(names) + 1.8), layout="constrained")
     for ax, key, title in [
         (axes[0], "round_win_rate", "round win rate (95% CI)"),
@@ -291,7 +294,9 @@ def _chart(report: ArenaReport, path: Path) -> None:
         est = [getattr(a, key) for a in ranked]
         means = [e.mean for e in est]
         err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
-        ax.barh(names, means, xerr=err, color="#2f7d4f", capsize=4)
+        err = [[0.0 if math.isnan(x) else x for x in side] for side in err]  # one deal: no interval
+        ax.barh(rows, means, xerr=err, color="#2f7d4f", capsize=4)
+        ax.set_yticks(rows, names)
         ax.invert_yaxis()
         ax.set_title(title)
         ax.grid(axis="x", alpha=0.3)

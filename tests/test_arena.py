@@ -301,3 +301,34 @@ def test_with_fewer_agents_than_seats_every_seat_of_an_agent_counts_head_to_head
         for b in agents:
             if a != b:
                 assert report.head_to_head[a][b].mean == 0.0 and report.head_to_head[a][b].n == 12
+
+
+def test_resuming_another_arena_run_names_what_differs(tmp_path):
+    from block_env.arena import evaluate_into
+
+    config = ArenaConfig(agents=("random", "greedy"), deals=2, seed=1, workers=1)
+    evaluate_into(config, tmp_path, progress=False)
+    other = ArenaConfig(agents=("random", "greedy"), deals=2, seed=1, workers=1, episode="match")
+    with pytest.raises(ValueError, match=r"another arena run \(episode differ\): cannot resume it"):
+        evaluate_into(other, tmp_path, resume=True, progress=False)
+
+
+def test_the_chart_gives_agents_whose_names_end_alike_a_row_each(tmp_path, monkeypatch):
+    """Long names are cut to fit; two that end alike must still be two bars, not one."""
+    import dataclasses
+
+    import matplotlib.axes
+
+    from block_env.arena.report import _chart
+
+    config = ArenaConfig(agents=("random", "greedy"), deals=2, seed=1, workers=1)
+    report = summarize(config, run_arena(config))
+    tail = "/" + "x" * 40  # two run folders whose last 40 characters agree
+    renamed = [dataclasses.replace(a, agent=f"run-{i}{tail}") for i, a in enumerate(report.agents)]
+    drawn = []
+    barh = matplotlib.axes.Axes.barh
+    monkeypatch.setattr(
+        matplotlib.axes.Axes, "barh", lambda ax, y, *a, **k: drawn.append(list(y)) or barh(ax, y, *a, **k)
+    )
+    _chart(dataclasses.replace(report, agents=renamed), tmp_path / "chart.png")
+    assert drawn == [[0, 1], [0, 1]] and (tmp_path / "chart.png").is_file()
