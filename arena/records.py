@@ -36,11 +36,12 @@ def open_records(path: Path, config: ArenaConfig, resume: bool) -> dict[int, lis
     except (json.JSONDecodeError, KeyError, TypeError):
         header = None
     wanted = json.loads(json.dumps(config_key(config)))
+    if not isinstance(header, dict):
+        raise ValueError(f"{path}: its first line is not an arena run's settings: cannot resume it")
     if header != wanted:
-        differ = sorted(key for key in wanted if not isinstance(header, dict) or header.get(key) != wanted[key])
-        raise ValueError(
-            f"{path} was written by another arena run ({', '.join(differ) or 'its header'} differ): cannot resume it"
-        )
+        differ = sorted(key for key in wanted.keys() | header.keys() if header.get(key) != wanted.get(key))
+        verb = "differs" if len(differ) == 1 else "differ"
+        raise ValueError(f"{path} was written by another arena run ({', '.join(differ)} {verb}): cannot resume it")
     done: dict[int, list[dict[str, Any]]] = {}
     for number, line in enumerate(lines[1:], start=2):
         try:

@@ -7,7 +7,6 @@ import csv
 import io
 import itertools
 import json
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -187,7 +186,9 @@ def markdown(report: ArenaReport) -> str:
     h2h = [
         "",
         "Head to head: the row agent's points minus the column agent's, per round at the same table "
-        "(duplicate deals; mean ± 95% CI over deals). A positive interval means the row agent is stronger.",
+        "(duplicate deals; mean ± 95% CI over deals; an agent holding several seats counts their mean). "
+        "A positive interval means the row agent is stronger. Rates whose interval was cut to 0..100% "
+        "read mean (low .. high).",
         "",
     ]
     h2h.append("| vs | " + " | ".join(f"`{n}`" for n in names) + " |")
@@ -294,7 +295,6 @@ def _chart(report: ArenaReport, path: Path) -> None:
         est = [getattr(a, key) for a in ranked]
         means = [e.mean for e in est]
         err = [[e.mean - e.low for e in est], [e.high - e.mean for e in est]]
-        err = [[0.0 if math.isnan(x) else x for x in side] for side in err]  # one deal: no interval
         ax.barh(rows, means, xerr=err, color="#2f7d4f", capsize=4)
         ax.set_yticks(rows, names)
         ax.invert_yaxis()

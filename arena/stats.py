@@ -12,12 +12,15 @@ Z95 = 1.959964
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with a 95% confidence interval."""
+    """A mean with a 95% confidence interval over ``n`` units. One unit has no interval to
+    measure: ``low`` and ``high`` are then the mean itself, and :meth:`fmt` says so."""
 
     mean: float
     low: float
     high: float
     n: int
+    clipped: bool = False
+    """Whether a bound was cut to the possible range (a win rate stays within 0..1)."""
 
     @property
     def halfwidth(self) -> float:
@@ -41,7 +44,7 @@ class Estimate:
         mean = f"{self.mean * scale:.{digits}f}{unit}"
         if self.n == 1:
             return f"{mean} (one deal: no interval)"
-        if not math.isclose(self.high - self.mean, self.mean - self.low, rel_tol=1e-9, abs_tol=1e-12):
+        if self.clipped:
             return f"{mean} ({self.low * scale:.{digits}f} .. {self.high * scale:.{digits}f})"
         return f"{mean} ± {self.halfwidth * scale:.{digits}f}"
 
@@ -61,11 +64,11 @@ def mean_ci(values: Sequence[float], clip: tuple[float, float] | None = None) ->
     if n == 0:
         return Estimate(float("nan"), float("nan"), float("nan"), 0)
     mean = sum(values) / n
-    if n == 1:  # one unit: no spread to measure, so no interval (not a zero-width one)
-        return Estimate(mean, float("nan"), float("nan"), 1)
+    if n == 1:  # no spread to measure: the bounds are the mean, and fmt shows no interval
+        return Estimate(mean, mean, mean, 1)
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     half = Z95 * math.sqrt(var / n)
     low, high = mean - half, mean + half
-    if clip is not None:
-        low, high = max(clip[0], low), min(clip[1], high)
+    if clip is not None and (low < clip[0] or high > clip[1]):
+        return Estimate(mean, max(clip[0], low), min(clip[1], high), n, clipped=True)
     return Estimate(mean, low, high, n)

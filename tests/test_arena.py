@@ -57,9 +57,9 @@ def test_mean_ci_arithmetic():
     assert est.high - est.mean == pytest.approx(1.959964 * sd / 2)
     assert mean_ci([0.9, 1.0, 1.0], clip=(0.0, 1.0)).high == 1.0
     assert math.isnan(mean_ci([]).mean)
-    single = mean_ci([3.0])  # one deal: no interval, rather than a zero-width one
-    assert single.mean == 3.0 and math.isnan(single.low) and math.isnan(single.high)
-    assert single.fmt() == "3.0 (one deal: no interval)"
+    single = mean_ci([3.0])  # one deal: no interval to measure, and the text says so
+    assert (single.mean, single.low, single.high) == (3.0, 3.0, 3.0) and single.fmt() == "3.0 (one deal: no interval)"
+    assert not mean_ci([0.2, 0.4, 0.6], clip=(0.0, 1.0)).clipped  # nothing cut: mean ± x
     clipped = mean_ci([0.0] + [1.0] * 7, clip=(0.0, 1.0))  # the upper bound cut at 100%
     assert clipped.high == 1.0 and clipped.fmt(percent=True) == f"87.5% ({clipped.low * 100:.1f} .. 100.0)"
 
@@ -309,8 +309,15 @@ def test_resuming_another_arena_run_names_what_differs(tmp_path):
     config = ArenaConfig(agents=("random", "greedy"), deals=2, seed=1, workers=1)
     evaluate_into(config, tmp_path, progress=False)
     other = ArenaConfig(agents=("random", "greedy"), deals=2, seed=1, workers=1, episode="match")
-    with pytest.raises(ValueError, match=r"another arena run \(episode differ\): cannot resume it"):
+    with pytest.raises(ValueError, match=r"another arena run \(episode differs\): cannot resume it"):
         evaluate_into(other, tmp_path, resume=True, progress=False)
+    other = ArenaConfig(agents=("random", "greedy"), deals=3, seed=2, workers=1)
+    with pytest.raises(ValueError, match=r"another arena run \(deals, seed differ\)"):
+        evaluate_into(other, tmp_path, resume=True, progress=False)
+    records = tmp_path / "records.jsonl"
+    records.write_text("[1, 2]\n" + records.read_text().split("\n", 1)[1])
+    with pytest.raises(ValueError, match=r"its first line is not an arena run's settings"):
+        evaluate_into(config, tmp_path, resume=True, progress=False)
 
 
 def test_the_chart_gives_agents_whose_names_end_alike_a_row_each(tmp_path, monkeypatch):

@@ -1041,7 +1041,8 @@ def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_and_the_run_is_left
         main(["train", "--config", str(TINY), "--out", str(tiny_run), "--quiet"])
     error = capsys.readouterr().err
     assert exit_.value.code == 2
-    assert f"{tiny_run} already holds a run (" in error and "learning_curve.csv" in error and "best" in error
+    assert f"{tiny_run} is not empty (best, checkpoints, config.yaml, final, final.zip, latest and " in error
+    assert "--resume latest" in error
     assert {path: path.read_bytes() for path in tiny_run.rglob("*") if path.is_file()} == before
 
 

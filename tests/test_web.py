@@ -270,6 +270,11 @@ def _client_with(monkeypatch, cls, **kwargs):
     return TestClient(create_app(Games(new_games_per_minute=0), opponents=opponents, **kwargs))
 
 
+def tile_of(view, action):
+    """The tile in the person's hand that ``action`` places (the opening: as the hand shows it)."""
+    return next(tile["tile"] for tile in view["hand"] for move in tile["moves"] if move["action"] == action)
+
+
 def _game_where_the_person_moves_first(client, opponent):
     for seed in range(50):  # a deal where seat 0 leads: the opponent moves after the person
         view = client.post("/api/games", json={"seed": seed, "opponents": [opponent]}).json()
@@ -292,7 +297,7 @@ def test_an_opponent_that_raises_leaves_the_move_standing_and_the_game_playable(
         "error": "faulty failed: RuntimeError: the opponent's own bug",
     }
     assert stalled["to_play"] == 1
-    assert len(client.get(f"/api/games/{view['id']}").json()["line"]) == 1  # read back: the move was kept
+    assert client.get(f"/api/games/{view['id']}").json()["line"] == [tile_of(view, action)]  # read back: kept
     refused = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(stalled)})
     assert refused.status_code == 409 and "POST .../resume" in refused.json()["error"]
     again = client.post(f"/api/games/{view['id']}/resume", json={})  # the same opponent tries again, and fails again
@@ -357,10 +362,10 @@ def test_a_game_whose_opponent_cannot_be_built_leaves_no_game_behind(monkeypatch
 
 def test_an_illegal_move_from_an_opponent_is_refused_and_named(monkeypatch):
     client = _client_with(monkeypatch, Cheat)
-    view = _game_where_the_person_moves_first(client, "cheat")
-    view = client.post(f"/api/games/{view['id']}/move", json={"action": first_move(view)}).json()
+    start = _game_where_the_person_moves_first(client, "cheat")
+    view = client.post(f"/api/games/{start['id']}/move", json={"action": first_move(start)}).json()
     assert view["stalled"]["error"] == "cheat chose action 56, which is not legal here"
-    assert len(client.get(f"/api/games/{view['id']}").json()["line"]) == 1
+    assert client.get(f"/api/games/{view['id']}").json()["line"] == [tile_of(start, first_move(start))]
 
 
 def test_a_full_server_refuses_before_any_opponent_is_built(monkeypatch):

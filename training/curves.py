@@ -55,16 +55,18 @@ def head_to_head(
         records += run_arena(arena, progress=progress, first_deal=played)
         played = target
         estimate = margins(arena, records)[agent][opponent]
-        if halfwidth is None or max_deals is None or estimate.halfwidth <= halfwidth:
+        measured = estimate.n >= 2  # one deal has no interval: its zero width says nothing
+        if halfwidth is None or max_deals is None or (measured and estimate.halfwidth <= halfwidth):
             return estimate
         if played >= max_deals:
+            width = f"+-{estimate.halfwidth:.2f} points per round" if measured else "no interval"
             warnings.warn(
-                f"learning-curve point against {opponent}: +-{estimate.halfwidth:.2f} points per round after "
+                f"learning-curve point against {opponent}: {width} after "
                 f"eval.max_deals={max_deals} deals, wider than eval.halfwidth={halfwidth}",
                 stacklevel=2,
             )
             return estimate
-        if estimate.n < 2:  # one deal: no interval yet to size the rest by
+        if not measured:
             target = min(max_deals, played + 1)
         else:
             target = min(max_deals, max(played + 1, math.ceil(1.1 * played * (estimate.halfwidth / halfwidth) ** 2)))

@@ -101,11 +101,13 @@ class RunPaths:
         return self.root / name
 
     def earlier_run(self) -> list[str]:
-        """The outputs of a run already in ``root``: a new run there (not a resume) would mix
-        its curve, best agent and snapshots with them, or overwrite them."""
-        names = ("training.json", "learning_curve.csv", "teacher_decisions.npz", "checkpoints", "snapshots")
-        names += (BEST, FINAL, STEP_0, PRIOR)
-        return sorted(name for name in names if (self.root / name).exists())
+        """What is already in ``root`` (sorted names): a new run there (not a resume) would mix
+        its curve, best agent, snapshots and expert rounds with a run's outputs, or overwrite them."""
+        return sorted(path.name for path in self.root.iterdir()) if self.root.is_dir() else []
+
+    def resumable(self) -> bool:
+        """Whether ``root`` holds a PPO checkpoint that ``--resume latest`` can continue."""
+        return self.checkpoints.is_dir() and any(self.checkpoints.glob("*.zip"))
 
 
 # -- environments ------------------------------------------------------------------------------
@@ -1030,10 +1032,13 @@ def train(
     members: list[tuple[str, PolicyAgent]] = []
     if resume is None:  # before any stage runs, not after an hour of the prior's teacher games
         if earlier := paths.earlier_run():
-            raise ValueError(
-                f"{paths.root} already holds a run ({', '.join(earlier)}), which a new one would mix with or "
-                "overwrite: choose another --out (an interrupted training run goes on with train's --resume latest)"
-            )
+            shown = ", ".join(earlier[:6]) + (f" and {len(earlier) - 6} more" if len(earlier) > 6 else "")
+            advice = "choose another --out"
+            if paths.resumable():
+                advice += " (or continue that run's PPO with train's --resume latest)"
+            elif paths.teacher_decisions.exists():
+                advice += f" (its teacher decisions can be fitted again: pretrain.earlier_decisions: [{paths.teacher_decisions}])"
+            raise ValueError(f"{paths.root} is not empty ({shown}): a new run would mix with or overwrite it; {advice}")
         for path in config.pretrain.earlier_decisions:
             check_decisions(path, config)
         members = averaging_members(config)
