@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/block-dominoes main --config "${CONFIG:-configs/default.yaml}" --out "${OUT:-runs/default}" "$@"
+CONFIG="${CONFIG:-configs/default.yaml}"
+# Each config its own folder (runs/default, runs/quick): a run never writes into another's.
+.venv/bin/block-dominoes main --config "$CONFIG" --out "${OUT:-runs/$(basename "$CONFIG" .yaml)}" "$@"
