@@ -529,14 +529,38 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
         raise BadRequest("the body must be JSON") from None
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
-    try:  # JSON's \ud800 escapes decode to lone surrogates, which no answer could echo back
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadRequest("the body holds text that is not valid Unicode (a lone surrogate escape)") from None
+    where = _text_not_unicode(body, "the body")
+    if where is not None:  # JSON's \ud800 escapes decode to lone surrogates, which no answer could echo back
+        raise BadRequest(f"{where} holds text that is not valid Unicode (a lone surrogate escape)")
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise BadRequest(f"unknown field(s) {unknown}; expected some of {sorted(allowed)}")
     return body
+
+
+def _text_not_unicode(value: Any, where: str) -> str | None:
+    """Where in a parsed JSON value a string or key is not valid Unicode, or None.
+
+    Examples:
+        >>> _text_not_unicode({"replay": {"agents": ["a", "\\ud800"]}}, "the body")
+        "the body's 'replay' -> 'agents' -> [1]"
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, list):
+        items = [(f"[{index}]", item) for index, item in enumerate(value)]
+    elif isinstance(value, dict):
+        if any(_text_not_unicode(key, where) for key in value):
+            return f"a key of {where}"
+        items = [(repr(key), item) for key, item in value.items()]
+    else:
+        return None
+    joint = "'s " if where == "the body" else " -> "
+    return next((found for name, item in items if (found := _text_not_unicode(item, f"{where}{joint}{name}"))), None)
 
 
 def _int(body: dict[str, Any], key: str, default: int | None, low: int, high: int | None = None) -> int | None:

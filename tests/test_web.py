@@ -164,9 +164,15 @@ def test_a_replay_without_hands_or_with_text_no_answer_can_hold_gets_a_4xx(clien
     record = {"rules": {}, "agents": ["a", "b"], "rounds": [{"lead": 0, "moves": []}]}
     response = client.post("/api/replay", json={"replay": record})
     assert response.status_code == 422 and "a round record needs 'hands'" in response.json()["error"]
-    for body in (b'{"replay": {"rules": {"\\ud800x": 1}}}', b'{"replay": {"agents": ["\\ud800", "b"]}}'):
+    for body, where in (
+        (b'{"replay": {"rules": {"\\ud800x": 1}}}', "a key of the body's 'replay' -> 'rules'"),
+        (b'{"replay": {"agents": ["b", "\\ud800"]}}', "the body's 'replay' -> 'agents' -> [1]"),
+    ):
         response = client.post("/api/replay", content=body, headers={"Content-Type": "application/json"})
-        assert response.status_code == 400 and "not valid Unicode" in response.json()["error"]
+        assert (
+            response.status_code == 400
+            and response.json()["error"] == f"{where} holds text that is not valid Unicode (a lone surrogate escape)"
+        )
 
 
 def test_the_page_and_its_assets_are_served(client):
