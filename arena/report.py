@@ -26,9 +26,12 @@ class AgentReport:
     points_per_round: Estimate
     net_per_round: Estimate
     match_win_rate: Estimate | None
-    rating: float
-    rating_mu: float
-    rating_sigma: float
+    rating: float | None
+    """OpenSkill's conservative rating (mu - 3 sigma); None for an agent that never sat on a
+    side against another agent (two agents at three seats: every table holds one agent on two
+    sides), so no round rated it."""
+    rating_mu: float | None
+    rating_sigma: float | None
 
 
 @dataclass
@@ -65,7 +68,7 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
     ratings = _ratings(config, records)
     reports = []
     for a, name in enumerate(names):
-        mu, sigma = ratings[a]
+        mu, sigma = ratings[a] if ratings[a] is not None else (None, None)
         reports.append(
             AgentReport(
                 agent=name,
@@ -74,7 +77,7 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
                 points_per_round=over_deals(a, "points"),
                 net_per_round=over_deals(a, "net"),
                 match_win_rate=over_deals(a, "match", (0.0, 1.0)) if config.episode == "match" else None,
-                rating=mu - 3 * sigma,
+                rating=None if mu is None or sigma is None else mu - 3 * sigma,
                 rating_mu=mu,
                 rating_sigma=sigma,
             )
@@ -137,13 +140,15 @@ def _outcomes(config: ArenaConfig, records: list[dict[str, Any]]) -> tuple[Outco
     return per_deal, margin_by_deal, seat_rounds
 
 
-def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """OpenSkill (Plackett-Luce) ratings, one update per round: the winning side ranks
-    first, the other sides tie behind it; a tied block ranks all sides equal."""
+def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[float, float] | None]:
+    """OpenSkill (Plackett-Luce) ratings (mu, sigma), one update per round: the winning side
+    ranks first, the other sides tie behind it; a tied block ranks all sides equal. None for an
+    agent no round rated (it never held a side against another agent)."""
     from openskill.models import PlackettLuce
 
     model = PlackettLuce()
     players = [model.rating(name=name) for name in config.agents]
+    rated: set[int] = set()
     rules = config.rules
     for rec in sorted(records, key=lambda r: (r["deal"], r["table"], r["seating"])):
         side_agent: dict[int, int] = {}
@@ -159,7 +164,8 @@ def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[f
             new = model.rate(teams, ranks=ranks)
             for a, team in zip(agents_by_side, new):
                 players[a] = team[0]
-    return [(p.mu, p.sigma) for p in players]
+                rated.add(a)
+    return [(p.mu, p.sigma) if a in rated else None for a, p in enumerate(players)]
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -180,7 +186,7 @@ def markdown(report: ArenaReport) -> str:
         row = [f"`{a.agent}`", a.round_win_rate.fmt(percent=True), a.points_per_round.fmt(), a.net_per_round.fmt()]
         if cfg.episode == "match":
             row.append(a.match_win_rate.fmt(percent=True) if a.match_win_rate else "n/a")
-        row += [f"{a.rating:.1f}", str(a.seat_rounds)]
+        row += ["n/a" if a.rating is None else f"{a.rating:.1f}", str(a.seat_rounds)]
         lines.append("| " + " | ".join(row) + " |")
     names = [a.agent for a in report.ranked()]
     h2h = [
@@ -188,7 +194,8 @@ def markdown(report: ArenaReport) -> str:
         "Head to head: the row agent's points minus the column agent's, per round at the same table "
         "(duplicate deals; mean ± 95% CI over deals; an agent holding several seats counts their mean). "
         "A positive interval means the row agent is stronger. Rates whose interval was cut to 0..100% "
-        "read mean (low .. high).",
+        "read mean (low .. high). A rating of n/a: no round rated the agent (it never held a side "
+        "against another agent).",
         "",
     ]
     h2h.append("| vs | " + " | ".join(f"`{n}`" for n in names) + " |")
@@ -265,12 +272,17 @@ def _csv_text(report: ArenaReport) -> str:
                 *_triple(a.points_per_round),
                 *_triple(a.net_per_round),
                 *(_triple(m) if m else ["", "", ""]),
-                round(a.rating, 4),
-                round(a.rating_mu, 4),
-                round(a.rating_sigma, 4),
+                *_rating_cells(a),
             ]
         )
     return table.getvalue()
+
+
+def _rating_cells(a: AgentReport) -> list[float | str]:
+    """The CSV's rating, mu and sigma; empty cells for an agent no round rated."""
+    if a.rating is None or a.rating_mu is None or a.rating_sigma is None:
+        return ["", "", ""]
+    return [round(a.rating, 4), round(a.rating_mu, 4), round(a.rating_sigma, 4)]
 
 
 def _triple(e: Estimate) -> list[float]:

@@ -98,8 +98,25 @@ def test_summary_statistics_head_to_head_and_ratings_on_known_records():
     assert winner.net_per_round.mean == pytest.approx(11.0) and loser.net_per_round.mean == pytest.approx(-11.0)
     assert report.head_to_head["random"]["greedy"].mean == pytest.approx(11.0)
     assert report.head_to_head["greedy"]["random"].mean == pytest.approx(-11.0)
-    assert winner.rating > loser.rating
+    assert winner.rating is not None and loser.rating is not None and winner.rating > loser.rating
     assert winner.seat_rounds == 6
+
+
+def test_an_agent_no_round_rated_has_no_rating_in_any_output(tmp_path):
+    """Two agents at three seats: every table seats one agent on two sides, so no round is a
+    contest and neither agent is rated. The outputs say so (n/a, empty cells, null), not the prior's 0.0."""
+    config = ArenaConfig(agents=("random", "greedy"), deals=1, rules=Rules(num_players=3))
+    records = [_record(0, seating, winning_side=0, award=5) for seating in ([0, 1, 1], [1, 0, 0])]
+    for record in records:
+        record["rounds"][0] |= {"hand_pips": [0, 3, 2], "side_pips": [0, 3, 2]}
+    report = summarize(config, records)
+    assert [a.rating for a in report.agents] == [None, None]
+    paths = write_outputs(report, tmp_path)
+    rows = [line for line in paths["markdown"].read_text().splitlines() if line.startswith("| `")][:2]
+    assert all(row.split(" | ")[-2] == "n/a" for row in rows), rows
+    table = list(csv.DictReader(paths["csv"].open()))
+    assert [(r["rating"], r["rating_mu"], r["rating_sigma"]) for r in table] == [("", "", "")] * 2
+    assert [a["rating"] for a in json.loads(paths["json"].read_text())["agents"]] == [None, None]
 
 
 def test_tied_block_counts_as_no_win_and_zero_net():
