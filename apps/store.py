@@ -260,10 +260,16 @@ class Store:
         else:
             conn.execute(update(rates).where(rates.c.address == address[:64]).values(tat=start + interval))
 
-    def discard(self, game_id: str) -> None:
-        """Remove a game that never started (its opponents could not be built)."""
+    def discard(self, game_id: str, address: str, per_minute: int) -> None:
+        """Remove a game that never started (its opponents could not be built) and give
+        ``address`` back the new game :meth:`open` counted against its ``per_minute``: a
+        request refused for its opponents is not a game played."""
         with self._write() as conn:
             conn.execute(delete(games).where(games.c.id == game_id))
+            if per_minute > 0:
+                conn.execute(
+                    update(rates).where(rates.c.address == address[:64]).values(tat=rates.c.tat - 60.0 / per_minute)
+                )
 
     def load(self, game_id: str) -> StoredGame | None:
         with self.engine.connect() as conn:

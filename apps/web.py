@@ -445,7 +445,7 @@ class Games:
         try:
             game = start_game(game_id, settings)
         except Exception:  # whatever stopped it, a game that was never built leaves no row behind
-            self.store.discard(game_id)
+            self.store.discard(game_id, address, self.new_games_per_minute)
             raise
         self._keep(game)
         return game
