@@ -27,9 +27,9 @@ class AgentReport:
     net_per_round: Estimate
     match_win_rate: Estimate | None
     rating: float | None
-    """OpenSkill's conservative rating (mu - 3 sigma); None for an agent that never sat on a
-    side against another agent (two agents at three seats: every table holds one agent on two
-    sides), so no round rated it."""
+    """OpenSkill's conservative rating (mu - 3 sigma); None for an agent that never held a side
+    against another agent, so no round rated it (with fewer agents than sides, as two agents at
+    three or four individual seats, every table holds one agent on two sides)."""
     rating_mu: float | None
     rating_sigma: float | None
 
@@ -68,7 +68,8 @@ def summarize(config: ArenaConfig, records: list[dict[str, Any]]) -> ArenaReport
     ratings = _ratings(config, records)
     reports = []
     for a, name in enumerate(names):
-        mu, sigma = ratings[a] if ratings[a] is not None else (None, None)
+        rated = ratings[a]
+        mu, sigma = rated if rated is not None else (None, None)
         reports.append(
             AgentReport(
                 agent=name,
@@ -195,7 +196,7 @@ def markdown(report: ArenaReport) -> str:
         "(duplicate deals; mean ± 95% CI over deals; an agent holding several seats counts their mean). "
         "A positive interval means the row agent is stronger. Rates whose interval was cut to 0..100% "
         "read mean (low .. high). A rating of n/a: no round rated the agent (it never held a side "
-        "against another agent).",
+        "against another agent alone).",
         "",
     ]
     h2h.append("| vs | " + " | ".join(f"`{n}`" for n in names) + " |")
