@@ -261,9 +261,9 @@ class Store:
             conn.execute(update(rates).where(rates.c.address == address[:64]).values(tat=start + interval))
 
     def discard(self, game_id: str, address: str, per_minute: int) -> None:
-        """Remove a game that never started (its opponents could not be built) and give
-        ``address`` back the new game :meth:`open` counted against its ``per_minute``: a
-        request refused for its opponents is not a game played."""
+        """Remove a game that never started (its opponents could not be built) and, with
+        ``per_minute`` above 0, give ``address`` back the new game :meth:`open` counted against
+        that rate."""
         with self._write() as conn:
             conn.execute(delete(games).where(games.c.id == game_id))
             if per_minute > 0:

@@ -444,8 +444,10 @@ class Games:
         )
         try:
             game = start_game(game_id, settings)
-        except Exception:  # whatever stopped it, a game that was never built leaves no row behind
-            self.store.discard(game_id, address, self.new_games_per_minute)
+        except Exception as e:  # whatever stopped it, a game that was never built leaves no row behind
+            # An opponent the request got wrong is no game played; a server fault keeps its count,
+            # so that failing builds cannot be asked for without limit.
+            self.store.discard(game_id, address, self.new_games_per_minute if isinstance(e, BadRequest) else 0)
             raise
         self._keep(game)
         return game
@@ -1091,6 +1093,17 @@ ROUTES = [
 ]
 
 
+def warm_compiled_code() -> None:
+    """One move of the fallback agent, so that this process has loaded the compiled kernels
+    before any opponent's move is timed: the first call of compiled code in a process takes
+    about half a second, which would otherwise stop the first opponent of a new server past a
+    short move budget."""
+    env = raw_env("standard")
+    env.reset(seed=0)
+    agent = _build_agent(FALLBACK_AGENT, env.rules, 0)
+    agent.act(env.observe(env.agent_selection, agent.observation))
+
+
 def create_app(
     games: Games | None = None,
     agents_dirs: Sequence[str | Path] = (),
@@ -1127,6 +1140,7 @@ def create_app(
         app.state.agent_threads.shutdown(wait=False, cancel_futures=True)
         app.state.budget.close()
 
+    warm_compiled_code()
     app = Starlette(routes=ROUTES, exception_handlers={BadRequest: refuse, Refused: refuse}, lifespan=lifespan)
     app.state.games = Games() if games is None else games
     app.state.opponents = Opponents(agents_dirs) if opponents is None else opponents

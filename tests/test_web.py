@@ -367,16 +367,20 @@ def test_a_game_whose_opponent_cannot_be_built_leaves_no_game_behind(monkeypatch
 
 
 def test_a_game_refused_for_its_opponent_does_not_spend_the_addresss_new_game_allowance(monkeypatch):
-    """One new game a minute: a request whose opponent cannot be built (400 or 500) gives the
-    allowance back, so the next request is a game, not a 429."""
+    """One new game a minute: a request whose opponent the server refuses while building it
+    (400) gives the allowance back, so the next request is a game, not a 429; a build that
+    fails on the server's side (500) keeps its count."""
     monkeypatch.setitem(AGENTS, Unbuildable.name, Unbuildable)
     opponents = Opponents(allowed=[*ALLOWED_AGENTS, Unbuildable.name])
     client = TestClient(create_app(Games(new_games_per_minute=1), opponents=opponents), raise_server_exceptions=False)
-    assert client.post("/api/games", json={"seed": 1, "opponents": ["unbuildable"]}).status_code == 500
     refused = client.post("/api/games", json={"seed": 1, "opponents": ["search:playout=bogus"]})
-    assert refused.status_code == 400, refused.json()
+    assert refused.status_code == 400 and "search playout must be one of" in refused.json()["error"]
     assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201
     assert client.post("/api/games", json={"seed": 2, "opponents": ["greedy"]}).status_code == 429
+
+    client = TestClient(create_app(Games(new_games_per_minute=1), opponents=opponents), raise_server_exceptions=False)
+    assert client.post("/api/games", json={"seed": 1, "opponents": ["unbuildable"]}).status_code == 500
+    assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 429
 
 
 def test_an_illegal_move_from_an_opponent_is_refused_and_named(monkeypatch):
