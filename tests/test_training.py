@@ -93,6 +93,16 @@ def test_shipped_configs_are_valid():
         ({"pretrain": {"earlier_decisions": [" "]}}, r"pretrain\.earlier_decisions: an empty path"),
         ({"pretrain": {"holdout": -0.1}}, r"pretrain\.holdout must be a finite number >= 0\.0"),
         ({"pretrain": {"holdout": 1}}, r"pretrain\.holdout must be below 1"),
+        ({"pretrain": {"belief_weight": -1}}, r"pretrain\.belief_weight must be a finite number >= 0\.0"),
+        (
+            {"pretrain": {"belief_weight": 1, "teacher": None}},
+            r"pretrain\.belief_weight \(1\.0\) needs pretrain\.teacher",
+        ),
+        (
+            {"pretrain": {"belief_weight": 1.0}},
+            r'pretrain\.belief_weight \(1\.0\) learns from the hidden hands .* needs ppo\.critic "full_information", '
+            "got 'observation'",
+        ),
         ({"pretrain": {"holdout": 0.1, "teacher": None}}, r"pretrain\.holdout \(0\.1\) needs pretrain\.teacher"),
         ({"pretrain": {"earlier_decisions": ["a.npz"], "decisions": -1}}, "pretrain.decisions must be an int >= 0"),
         (
@@ -1044,6 +1054,84 @@ def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_and_the_run_is_left
     assert f"{tiny_run} is not empty (best, checkpoints, config.yaml, final, final.zip, latest and " in error
     assert "--resume latest" in error
     assert {path: path.read_bytes() for path in tiny_run.rglob("*") if path.is_file()} == before
+
+
+def test_the_hidden_tile_loss_scores_each_tile_by_the_other_seat_that_holds_it_or_none():
+    """Every tile counts, each by the softmax over the other seats and "no other seat" at where it is."""
+    import torch
+
+    from block_env.training.teaching import hidden_tile_loss
+
+    policy = SimpleNamespace(mlp_extractor=SimpleNamespace(actor_size=2))
+    # Two other seats, three tiles: tile 0 held by relative seat 1, tile 2 by relative seat 2, tile 1 by neither.
+    observations = torch.tensor([[9.0, 9.0, 1, 0, 0, 0, 0, 1]])
+    logits = torch.tensor([[0.0, 5.0, 0.0, 2.0, -5.0, 1.0, 1.0, 3.0, 0.5]])  # seat 1's tiles, seat 2's, none's
+    head = lambda latent: latent  # noqa: E731 - the logits stand in for the head's output
+    log_softmax = torch.log_softmax(logits.reshape(3, 3), 0)  # over where each tile (column) is
+    expected = -(log_softmax[0, 0] + log_softmax[2, 1] + log_softmax[1, 2]) / 3
+    assert hidden_tile_loss(head, logits, observations, policy, 2).item() == pytest.approx(expected.item())
+
+
+@pytest.mark.parametrize("preset", ["standard", "partnership"])
+def test_tile_places_reads_the_hidden_hands_a_teacher_decision_keeps_as_the_round_deals_them(preset):
+    """What the teacher games append to an observation (the env's hidden hands) read back as
+    each tile's holder: the other seat (relative to the observer) that holds it, else none."""
+    import torch
+
+    from block_env.observations import state_layout
+    from block_env.training.teaching import tile_places
+
+    env = raw_env(preset)
+    env.reset(seed=3)
+    rules, n = env.rules, env.rules.num_players
+    for _ in range(5):  # a few moves in, so some tiles are played
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    agent = env.agent_selection
+    seen = env.observe(agent, "tracked")["observation"]
+    kept = np.concatenate([seen, env.hidden_hands(agent)])  # as the teacher games keep it
+    places = tile_places(torch.as_tensor(kept[None]), len(seen), n - 1)[0].numpy()
+    hands = state_layout(rules).views(env.state())["hands"]
+    seat = env.seat_of(agent)
+    expected = np.full(rules.tile_set.num_tiles, n - 1)
+    for relative in range(1, n):
+        expected[hands[(seat + relative) % n] > 0.5] = relative - 1
+    assert np.array_equal(places, expected)
+    assert (places < n - 1).sum() == sum(hands[(seat + r) % n].sum() for r in range(1, n))
+
+
+def test_fitting_with_a_belief_weight_teaches_the_network_where_the_hidden_tiles_are(tmp_path):
+    """With pretrain.belief_weight, a head on the policy network's last hidden layer learns which
+    other seat holds each hidden tile from the full-information critic's decisions: its loss on
+    held-out decisions falls below the start's; the policy network is fitted differently from
+    the same fit without it, and the agent saved is the plain policy."""
+    from block_env.training.train import train
+
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256, "vec_env": "batched"}
+    values["ppo"] = values["ppo"] | {"critic": "full_information"}
+    values["pretrain"] = values["pretrain"] | {
+        "decisions": 400,
+        "epochs": 4,
+        "holdout": 0.25,
+        "learning_rate": 0.01,
+        "batch_size": 32,
+    }
+    plain = train(config_from_dict(values), tmp_path / "plain", progress=False)["pretrain"]
+    values["pretrain"]["belief_weight"] = 1.0
+    summary = train(config_from_dict(values), tmp_path / "belief", progress=False)["pretrain"]
+
+    assert "belief_loss" not in plain and "belief_loss" not in plain["held_out_by_epoch"][0]
+    held = [figures["belief_loss"] for figures in summary["held_out_by_epoch"]]
+    assert len(held) == 5 and min(held[1:]) < held[0] - 0.05, held
+    rules = Rules()
+    fitted = [make_agent(f"policy:{tmp_path / name / 'step_0'}", rules) for name in ("plain", "belief")]
+    width = json.loads((tmp_path / "plain" / "step_0" / "agent.json").read_text())["observation_size"]
+    observations = np.random.default_rng(0).integers(0, 2, (8, width)).astype(np.float32)
+    assert not np.allclose(fitted[0].logits(observations), fitted[1].logits(observations))
+    import torch
+
+    saved = [torch.load(tmp_path / name / "step_0" / "policy.pth", weights_only=True) for name in ("plain", "belief")]
+    assert {k: v.shape for k, v in saved[0].items()} == {k: v.shape for k, v in saved[1].items()}  # no head kept
+    agent_plays_legal_round(fitted[1], rules, seed=0)
 
 
 def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_policys_choices(tiny_run, tmp_path):

@@ -227,6 +227,14 @@ class PretrainConfig:
     before fitting and after every pass, and the whole network (policy and value head) of the
     pass with the lowest held-out loss is kept (the start, when no pass lowers it). 0: every
     decision fitted, the last pass kept."""
+    belief_weight: float = 0.0
+    """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
+    the policy network's last hidden layer learns, for every tile, which other seat holds it
+    or that none does (the learner's own, played, or not dealt), from the hidden hands the
+    teacher decisions keep for the full-information critic (``ppo.critic: full_information``).
+    The teacher's choices depend on where the hidden tiles are, which the round's moves hint
+    at; the head makes the network carry that reading. The head is dropped after fitting: the
+    agent is the policy network alone. 0: no such loss."""
     average_with: tuple[str, ...] = ()
     """Trained agents (``pretrained:NAME``, ``policy:PATH``) whose policy networks are averaged,
     weight by weight, with the learner's once the warm start has fitted it (and before PPO):
@@ -245,6 +253,11 @@ class PretrainConfig:
             self.prior.validate()
         check_choice("pretrain.targets", self.targets, EXPERT_TARGETS)
         check_number("pretrain.temperature", self.temperature, positive=True)
+        if check_number("pretrain.belief_weight", self.belief_weight, 0.0) and self.teacher is None:
+            raise ValueError(
+                f"pretrain.belief_weight ({self.belief_weight!r}) needs pretrain.teacher: it is learned while "
+                "fitting the teacher's decisions"
+            )
         if check_number("pretrain.holdout", self.holdout, 0.0) >= 1:
             raise ValueError(f"pretrain.holdout must be below 1 (a share of the decisions), got {self.holdout!r}")
         if self.holdout and self.teacher is None:
@@ -478,6 +491,12 @@ class TrainConfig:
                 f"engine), got vec_env {self.vec_env!r}"
             )
         self.pretrain.validate()
+        if self.pretrain.belief_weight and not self.ppo.asymmetric:
+            raise ValueError(
+                f"pretrain.belief_weight ({self.pretrain.belief_weight!r}) learns from the hidden hands that only "
+                f'the full-information critic\'s decisions keep: it needs ppo.critic "full_information", '
+                f"got {self.ppo.critic!r}"
+            )
         self.expert.validate()
         if self.expert.rounds:
             # The guided search reads the policy's "vector" encoding, and the value head

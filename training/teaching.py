@@ -20,6 +20,7 @@ import numpy as np
 
 from block_env.agents.policy import policy_shape, save_agent
 from block_env.files import save_atomically
+from block_env.seeding import derive_seed
 from block_env.training.config import TrainConfig
 from block_env.training.reports import REPORT_SECONDS, Gathered, Reporter
 
@@ -301,6 +302,8 @@ def fit_policy(
     seed: int,
     advance: Callable[[int], None] | None = None,
     held_out: PolicyTargets | None = None,
+    belief_weight: float = 0.0,
+    other_seats: int = 1,
 ) -> dict[str, Any]:
     """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
     per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
@@ -319,17 +322,26 @@ def fit_policy(
     ``held_out_agreement`` (and ``held_out_value``); ``held_out_target_entropy`` is the least loss any policy could
     reach there. A fit that starts to learn its labels' noise is stopped where it did best on
     decisions it did not see. ``accuracy`` and the losses stay those of the last pass.
+
+    With ``belief_weight``, an asymmetric policy's observations end with the ``other_seats``
+    hidden hands, and a linear head on the policy network's last hidden layer learns, for every
+    tile, which other seat holds it, or none (:func:`hidden_tile_loss`, this weight
+    against the policy's loss; ``belief_loss`` its last pass's mean, and the held-out
+    decisions' in each of their figures). The head is dropped after fitting: the policy
+    network alone is the agent, made to carry what the round says about the hidden hands.
     """
     import torch
 
     policy = model.policy
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     obs = torch.as_tensor(observations)
     legal = torch.as_tensor(masks)
     target = torch.as_tensor(targets, dtype=torch.float32)
     best = target.argmax(-1)
     value_target = torch.as_tensor(returns, dtype=torch.float32)
     generator = torch.Generator().manual_seed(seed)
+    belief_head = hidden_tile_head(policy, other_seats, seed) if belief_weight else None
+    parameters = [*policy.parameters(), *(belief_head.parameters() if belief_head is not None else ())]
+    optimizer = torch.optim.Adam(parameters, lr=learning_rate)
 
     agreement = policy_figures(policy, PolicyTargets(observations, masks, targets), batch_size)["agreement"]
     policy.set_training_mode(True)
@@ -340,7 +352,7 @@ def fit_policy(
     def measure_held_out(epoch: int, fitted_agreement: float) -> None:
         nonlocal kept_epoch, kept
         assert held_out is not None
-        figures = policy_figures(policy, held_out, batch_size)
+        figures = policy_figures(policy, held_out, batch_size, belief_head, other_seats)
         by_epoch.append(figures | {"fitted_agreement": fitted_agreement})
         if epoch == 0 or figures["loss"] < by_epoch[kept_epoch]["loss"]:
             kept_epoch, kept = epoch, {name: tensor.clone() for name, tensor in policy.state_dict().items()}
@@ -349,12 +361,16 @@ def fit_policy(
         measure_held_out(0, agreement)  # the start, kept if no pass helps
     for epoch in range(1, epochs + 1):
         order = torch.randperm(len(best), generator=generator)
-        correct = policy_loss_sum = value_loss_sum = 0.0
+        correct = policy_loss_sum = value_loss_sum = belief_loss_sum = 0.0
         for idx in order.split(batch_size):
-            logits, values = policy_logits_and_values(policy, obs[idx], legal[idx])
+            logits, values, latent = policy_outputs(policy, obs[idx], legal[idx])
             policy_loss = torch.nn.functional.cross_entropy(logits, target[idx])
             value_loss = torch.nn.functional.mse_loss(values, value_target[idx])
             loss = policy_loss + IMITATION_VALUE_WEIGHT * value_loss
+            if belief_head is not None:
+                belief_loss = hidden_tile_loss(belief_head, latent, obs[idx], policy, other_seats)
+                loss = loss + belief_weight * belief_loss
+                belief_loss_sum += belief_loss.item() * len(idx)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -369,6 +385,7 @@ def fit_policy(
             "accuracy": correct / len(best),
             "policy_loss": policy_loss_sum / len(best),
             "value_loss": value_loss_sum / len(best),
+            **({"belief_loss": belief_loss_sum / len(best)} if belief_head is not None else {}),
         }
         if held_out is not None:
             measure_held_out(epoch, stats["accuracy"])
@@ -387,13 +404,55 @@ def fit_policy(
     return stats
 
 
-def policy_logits_and_values(policy: Any, observations: Any, legal: Any) -> tuple[Any, Any]:
-    """An sb3 actor-critic policy's logits, illegal moves masked out of their softmax, and its
-    value head's outputs, for a batch of observations (tensors)."""
+def policy_outputs(policy: Any, observations: Any, legal: Any) -> tuple[Any, Any, Any]:
+    """An sb3 actor-critic policy's logits, illegal moves masked out of their softmax, its
+    value head's outputs and its policy network's last hidden layer, for a batch of
+    observations (tensors)."""
     features = policy.extract_features(observations, policy.pi_features_extractor)
     latent_pi, latent_vf = policy.mlp_extractor(features)
     logits = policy.action_net(latent_pi).masked_fill(~legal, MASKED_LOGIT)
-    return logits, policy.value_net(latent_vf).squeeze(-1)
+    return logits, policy.value_net(latent_vf).squeeze(-1), latent_pi
+
+
+def hidden_tile_head(policy: Any, other_seats: int, seed: int) -> Any:
+    """A linear head from an asymmetric policy's last hidden layer to a logit per tile for each
+    other seat and for no other seat (seeded), for :func:`hidden_tile_loss`; ValueError for a
+    policy whose observations hold no hidden hands."""
+    import torch
+
+    actor_size = getattr(policy.mlp_extractor, "actor_size", None)
+    hidden = policy.observation_space.shape[0] - (actor_size or 0)
+    if actor_size is None or hidden % other_seats:
+        raise ValueError(
+            "fitting with a belief weight reads the hidden hands that the full-information critic's "
+            "observations hold (ppo.critic: full_information)"
+        )
+    with torch.random.fork_rng(devices=[]):  # its initial weights from the seed, the global stream untouched
+        torch.manual_seed(derive_seed(seed, "belief_head"))
+        return torch.nn.Linear(policy.action_net.in_features, hidden // other_seats * (other_seats + 1))
+
+
+def tile_places(observations: Any, actor_size: int, other_seats: int) -> Any:
+    """Where each tile is, from the hidden hands at the end of asymmetric observations (after
+    the first ``actor_size`` values: relative seat 1's hand, then 2's, ...): per row and tile,
+    the index of the other seat holding it (0 for relative seat 1), or ``other_seats`` for
+    none (the observer's, played, or not dealt)."""
+    import torch
+
+    holders = observations[:, actor_size:].reshape(len(observations), other_seats, -1)
+    return torch.cat([holders, 1.0 - holders.sum(1, keepdim=True)], 1).argmax(1)
+
+
+def hidden_tile_loss(head: Any, latent: Any, observations: Any, policy: Any, other_seats: int) -> Any:
+    """Mean cross-entropy, over every tile, of the head's guess (a softmax over the other seats
+    and "no other seat") of where it is (:func:`tile_places`). The tiles the observer sees are
+    told by its observation, so what is left to learn is where the hidden ones are (and, with
+    a boneyard, which unseen tiles were not dealt)."""
+    import torch
+
+    places = tile_places(observations, policy.mlp_extractor.actor_size, other_seats)
+    logits = head(latent).reshape(len(observations), other_seats + 1, -1)
+    return torch.nn.functional.cross_entropy(logits, places)
 
 
 @dataclass(frozen=True)
@@ -408,24 +467,29 @@ class PolicyTargets:
     values: np.ndarray | None = None
 
 
-def policy_figures(policy: Any, decisions: PolicyTargets, batch_size: int) -> dict[str, float]:
+def policy_figures(
+    policy: Any, decisions: PolicyTargets, batch_size: int, belief_head: Any = None, other_seats: int = 1
+) -> dict[str, float]:
     """The policy's mean cross-entropy to the decisions' targets (``loss``), how often its best
     legal move is the targets' best (``agreement``) and, where the decisions hold move values,
     the mean searched value of its best legal move (``value``, points per round), measured in
     evaluation mode (the policy's mode restored). On decisions it was not fitted to, ``value``
     is an unbiased estimate of what its choices are worth under the teacher's search, so a
     change in it between two networks says how many points a decision one gains there;
-    agreement with the best of noisy values says little (two runs of a search disagree)."""
+    agreement with the best of noisy values says little (two runs of a search disagree).
+    With a ``belief_head``, its :func:`hidden_tile_loss` there too (``belief_loss``)."""
     import torch
 
     training = policy.training
     policy.set_training_mode(False)
-    loss_sum = correct = value_sum = 0.0
+    loss_sum = correct = value_sum = belief_sum = 0.0
     with torch.no_grad():
         for start in range(0, len(decisions.targets), batch_size):
             rows = slice(start, start + batch_size)
             obs, legal = torch.as_tensor(decisions.observations[rows]), torch.as_tensor(decisions.masks[rows])
-            logits = policy_logits_and_values(policy, obs, legal)[0]
+            logits, _, latent = policy_outputs(policy, obs, legal)
+            if belief_head is not None:
+                belief_sum += hidden_tile_loss(belief_head, latent, obs, policy, other_seats).item() * len(obs)
             target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
             loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
             chosen = logits.argmax(-1)
@@ -437,6 +501,8 @@ def policy_figures(policy: Any, decisions: PolicyTargets, batch_size: int) -> di
     figures = {"loss": loss_sum / count, "agreement": correct / count}
     if decisions.values is not None:
         figures["value"] = value_sum / count
+    if belief_head is not None:
+        figures["belief_loss"] = belief_sum / count
     return figures
 
 

@@ -437,6 +437,8 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
             seed=derive_seed(config.seed, "imitation_batches"),
             advance=advance,
             held_out=held_out,
+            belief_weight=config.pretrain.belief_weight,
+            other_seats=config.resolved_rules().num_players - 1,
         )
     return {
         **stats,
@@ -951,6 +953,7 @@ def warm_start(
                 + ", ".join(
                     f"{f'pass {epoch}' if epoch else 'start'}: loss {fit['loss']:.4f}, agreement {fit['agreement']:.1%}"
                     + (f", value {fit['value']:+.3f}" if "value" in fit else "")
+                    + (f", hidden-tile loss {fit['belief_loss']:.4f}" if "belief_loss" in fit else "")
                     for epoch, fit in enumerate(stats["held_out_by_epoch"])
                 )
                 + f" (the targets' entropy {stats['held_out_target_entropy']:.4f}); kept "
