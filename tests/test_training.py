@@ -1320,3 +1320,25 @@ def test_rollouts_use_every_update_thread_only_when_the_games_step_in_this_proce
         for env in envs.values():
             env.close()
         torch.set_num_threads(before)
+
+
+def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_a_rounds_start():
+    """benchmarks/hand_reading.py: at a partnership round's first move every other seat holds
+    seven of the 21 tiles the observer cannot see, so each place is as likely and the counts
+    guess costs ln 3 a hidden tile; the places it reads put exactly those 21 in other hands."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hand_reading", ROOT / "benchmarks" / "hand_reading.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from block_env.observations import layout_for
+
+    agent = make_agent("pretrained:partnership", "partnership", seed=0)
+    observations, places = bench.self_play_positions(agent, "partnership", 1, seed=5)
+    layout = layout_for(agent.rules, agent.observation)
+    unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
+    assert unseen.sum() == 21 and (places < 3).sum() == 21 and np.array_equal(places < 3, unseen > 0.5)
+    assert bench.counts_loss(observations, places, unseen, layout, 0) == pytest.approx(np.log(3))
+    figures = bench.main(["--positions", "400", "--agent", "pretrained:standard", "--rules", "standard"])
+    assert len(figures) == 3 and all(np.isfinite(list(figures.values())))

@@ -1,0 +1,137 @@
+"""How much a trained network knows about the hidden hands: positions from games the agent
+plays against itself, and for each tile the observer cannot see, where it is (which other seat
+holds it, or none: not dealt), guessed by read-outs fitted on the first 90% of the games'
+positions and scored on the last 10% (nats a hidden tile; lower knows more):
+
+- the hand counts alone: each unseen tile in each place as often as that place holds tiles;
+- a linear read-out of the observation (what the public record and the own hand tell);
+- a linear read-out of the network's last hidden layer (what the policy carries of it).
+
+A search that infers the hands from the moves beats one that does not by a wide margin; a
+policy whose hidden layer reads no better than the counts has not learned that inference.
+
+    python benchmarks/hand_reading.py --agent pretrained:partnership --rules partnership \
+        --positions 200000 [--markdown out.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from block_env import raw_env  # noqa: E402
+from block_env.agents import make_agent  # noqa: E402
+from block_env.agents.policy import PolicyAgent, network_layers  # noqa: E402
+from block_env.observations import Layout, layout_for  # noqa: E402
+
+
+def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` positions (every seat's turn, in game order) from rounds the agent plays at
+    every seat (deal seeds ``seed``, ``seed + 1``, ...): its observations and each tile's place
+    (0..n-2: the other seat, relative, that holds it; n-1: none)."""
+    observations, places = [], []
+    deal = seed
+    while len(observations) < count:
+        env = raw_env(preset)
+        env.reset(seed=deal)
+        deal += 1
+        n = env.rules.num_players
+        while not env.episode_over:
+            seat = env.agent_selection
+            obs = env.observe(seat, agent.observation)
+            hidden = env.hidden_hands(seat).reshape(n - 1, -1)
+            observations.append(obs["observation"])
+            places.append(np.concatenate([hidden, 1.0 - hidden.sum(0, keepdims=True)]).argmax(0))
+            env.step(agent.act(obs))
+    return np.asarray(observations[:count], dtype=np.float32), np.asarray(places[:count])
+
+
+def last_hidden_layer(agent: PolicyAgent, observations: np.ndarray) -> np.ndarray:
+    """The policy network's last hidden layer (its actor's layers but the action head)."""
+    x = observations
+    for weight, bias, activation in network_layers(agent.policy, "actor")[:-1]:
+        x = x @ weight + bias
+        x = activation(x) if activation is not None else x
+    return x
+
+
+def read_out_loss(features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int) -> float:
+    """A linear read-out (softmax over the places, per tile) fitted by cross-entropy on rows
+    before ``cut`` (three passes of Adam), its mean loss over the unseen tiles of the rest."""
+    import torch
+
+    torch.manual_seed(seed)
+    tiles, classes = places.shape[1], int(places.max()) + 1
+    x, y, m = torch.as_tensor(features), torch.as_tensor(places), torch.as_tensor(unseen)
+    model = torch.nn.Linear(x.shape[1], classes * tiles)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def loss(rows: torch.Tensor) -> torch.Tensor:
+        per_tile = torch.nn.functional.cross_entropy(
+            model(x[rows]).view(len(rows), classes, tiles), y[rows], reduction="none"
+        )
+        return (per_tile * m[rows]).sum() / m[rows].sum()
+
+    for _ in range(3):
+        for rows in torch.randperm(cut).split(512):
+            optimizer.zero_grad()
+            loss(rows).backward()
+            optimizer.step()
+    with torch.no_grad():
+        return float(loss(torch.arange(cut, len(x))))
+
+
+def counts_loss(observations: np.ndarray, places: np.ndarray, unseen: np.ndarray, layout: Layout, cut: int) -> float:
+    """Each unseen tile in each place in proportion to the tiles that place holds (the other
+    seats' hand counts, and the tiles not dealt), scored on the rows from ``cut``."""
+    held = observations[:, layout.slices["hand_counts"]][:, 1:]  # the other seats, relative
+    undealt = np.clip(unseen.sum(1) - held.sum(1), 0, None)
+    share = np.concatenate([held, undealt[:, None]], 1) / unseen.sum(1, keepdims=True).clip(min=1)
+    chance = np.take_along_axis(share, places, 1)
+    rows = slice(cut, None)
+    return float(-(np.log(np.clip(chance[rows], 1e-12, None)) * unseen[rows]).sum() / unseen[rows].sum())
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--agent", default="pretrained:partnership")
+    parser.add_argument("--rules", default="partnership")
+    parser.add_argument("--positions", type=int, default=200_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--markdown", help="also write the table to this file")
+    args = parser.parse_args(argv)
+    agent = make_agent(args.agent, args.rules, seed=args.seed)
+    if not isinstance(agent, PolicyAgent) or agent.observation == "history":
+        parser.error(f"--agent must be a trained agent reading 'vector' or 'tracked', got {args.agent!r}")
+    observations, places = self_play_positions(agent, args.rules, args.positions, args.seed)
+    layout = layout_for(agent.rules, agent.observation)
+    unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
+    cut = round(0.9 * len(observations))
+    figures = {
+        "the hand counts alone": counts_loss(observations, places, unseen, layout, cut),
+        "a linear read-out of the observation": read_out_loss(observations, places, unseen, cut, args.seed),
+        f"a linear read-out of {args.agent}'s last hidden layer": read_out_loss(
+            last_hidden_layer(agent, observations), places, unseen, cut, args.seed
+        ),
+    }
+    table = [
+        f"Where the hidden tiles are, on {len(observations) - cut:,} held-out positions of {args.agent} playing "
+        f"itself ({args.rules}; read-outs fitted on {cut:,}):",
+        "",
+        "| guessed from | nats per hidden tile |",
+        "|---|---:|",
+        *(f"| {name} | {loss:.3f} |" for name, loss in figures.items()),
+    ]
+    print("\n".join(table))
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(table) + "\n")
+    return figures
+
+
+if __name__ == "__main__":
+    main()
