@@ -1094,10 +1094,10 @@ ROUTES = [
 
 
 def warm_compiled_code() -> None:
-    """One move of the fallback agent, so that this process has loaded the compiled kernels
-    before any opponent's move is timed: the first call of compiled code in a process takes
-    about half a second, which would otherwise stop the first opponent of a new server past a
-    short move budget."""
+    """One move of the fallback agent, so that this process has loaded the compiled-code
+    machinery before an opponent's move is timed: the first call of compiled code in a process
+    takes about half a second (later kernels load in milliseconds), which would otherwise stop
+    the first opponent of a new server past a short move budget."""
     env = raw_env("standard")
     env.reset(seed=0)
     agent = _build_agent(FALLBACK_AGENT, env.rules, 0)

@@ -32,22 +32,27 @@ from block_env.observations import Layout, layout_for  # noqa: E402
 def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``count`` positions (every seat's turn, in game order) from rounds the agent plays at
     every seat (deal seeds ``seed``, ``seed + 1``, ...): its observations and each tile's place
-    (0..n-2: the other seat, relative, that holds it; n-1: none)."""
-    observations, places = [], []
+    (:func:`~block_env.training.teaching.tile_places`: the other seat, relative, that holds it,
+    from 0; n - 1: none)."""
+    import torch
+
+    from block_env.training.teaching import tile_places
+
+    kept = []  # each observation with the other seats' hands after it, as teacher decisions keep them
     deal = seed
-    while len(observations) < count:
+    while len(kept) < count:
         env = raw_env(preset)
         env.reset(seed=deal)
         deal += 1
-        n = env.rules.num_players
         while not env.episode_over:
             seat = env.agent_selection
             obs = env.observe(seat, agent.observation)
-            hidden = env.hidden_hands(seat).reshape(n - 1, -1)
-            observations.append(obs["observation"])
-            places.append(np.concatenate([hidden, 1.0 - hidden.sum(0, keepdims=True)]).argmax(0))
+            kept.append(np.concatenate([obs["observation"], env.hidden_hands(seat)]))
             env.step(agent.act(obs))
-    return np.asarray(observations[:count], dtype=np.float32), np.asarray(places[:count])
+    rows = np.asarray(kept[:count], dtype=np.float32)
+    width = rows.shape[1] - len(env.hidden_hands(env.agent_selection))
+    places = tile_places(torch.as_tensor(rows), width, env.rules.num_players - 1).numpy()
+    return rows[:, :width], places
 
 
 def last_hidden_layer(agent: PolicyAgent, observations: np.ndarray) -> np.ndarray:
@@ -104,7 +109,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args(argv)
-    agent = make_agent(args.agent, args.rules, seed=args.seed)
+    if args.positions < 10:
+        parser.error(f"--positions must be at least 10 (a tenth is held out), got {args.positions}")
+    try:
+        agent = make_agent(args.agent, args.rules, seed=args.seed)
+    except ValueError as e:
+        parser.error(f"--agent {args.agent!r} with --rules {args.rules!r}: {e}")
     if not isinstance(agent, PolicyAgent) or agent.observation == "history":
         parser.error(f"--agent must be a trained agent reading 'vector' or 'tracked', got {args.agent!r}")
     observations, places = self_play_positions(agent, args.rules, args.positions, args.seed)
