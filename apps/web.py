@@ -1093,15 +1093,20 @@ ROUTES = [
 ]
 
 
-def warm_compiled_code() -> None:
+def warm_compiled_code(search: bool = False) -> None:
     """One move of the fallback agent, so that this process has loaded the compiled-code
     machinery before an opponent's move is timed: the first call of compiled code in a process
     takes about half a second (later kernels load in milliseconds), which would otherwise stop
-    the first opponent of a new server past a short move budget."""
+    the first opponent of a new server past a short move budget. With ``search``, a one-world
+    search move too: the batched engine's kernels, which the coach and every search opponent
+    run, are compiled on their first call after an install (about 11 s on an idle core) and
+    read from numba's cache after that."""
     env = raw_env("standard")
     env.reset(seed=0)
-    agent = _build_agent(FALLBACK_AGENT, env.rules, 0)
-    agent.act(env.observe(env.agent_selection, agent.observation))
+    agents = [FALLBACK_AGENT, "search:worlds=1"] if search else [FALLBACK_AGENT]
+    for spec in agents:
+        agent = _build_agent(spec, env.rules, 0)
+        agent.act(env.observe(env.agent_selection, agent.observation))
 
 
 def create_app(

@@ -58,7 +58,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 from block_env.agents import AGENTS, Agent  # noqa: E402
 from block_env.apps.catalogue import catalogue  # noqa: E402
 from block_env.apps.replay import replay_round, rules_from_record  # noqa: E402
-from block_env.apps.web import ALLOWED_AGENTS, FALLBACK_AGENT, Games, Opponents, create_app  # noqa: E402
+from block_env.apps.web import ALLOWED_AGENTS, FALLBACK_AGENT, Games, Opponents, create_app, warm_compiled_code  # noqa: E402
 from block_env.arena import evaluate  # noqa: E402
 
 AXE = Path(__file__).resolve().parents[1] / ".cache/axe-core/node_modules/axe-core/axe.min.js"
@@ -91,6 +91,9 @@ def running(app) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server():
+    # The coach's search compiles its kernels on their first call after an install (seconds, more
+    # beside another test process): done here, not inside the page's timed waits.
+    warm_compiled_code(search=True)
     with running(create_app()) as address:
         yield address
 
