@@ -381,13 +381,22 @@ class PolicyAgent(Agent):
         (the same float32 arithmetic as the torch module; without torch's per-call overhead one
         decision takes about 10 us instead of about 100 us, which the arena and play pay per move).
         ValueError when the observations are not in the encoding it reads."""
+        self._check_encoding(observations)
+        return _forward(self._actor, observations)
+
+    def last_hidden_layer(self, observations: np.ndarray) -> np.ndarray:
+        """The policy network's last hidden layer for (k, size) observations (its actor's layers
+        but the action head): what the moves are read from. ValueError as :meth:`logits`."""
+        self._check_encoding(observations)
+        return _forward(self._actor[:-1], observations)
+
+    def _check_encoding(self, observations: np.ndarray) -> None:
         size = self._actor[0][0].shape[0]
         if np.shape(observations)[-1] != size:
             raise ValueError(
                 f"{self.name} reads the {self.observation!r} encoding ({size} values), got observations of "
                 f"{np.shape(observations)[-1]}: observe it with env.observe(agent, {self.observation!r})"
             )
-        return _forward(self._actor, observations)
 
     def values(self, observations: np.ndarray) -> np.ndarray:
         """The value head's estimate, in points for the observer's side (zero-sum), of the

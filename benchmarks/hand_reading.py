@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 
 from block_env import raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
-from block_env.agents.policy import PolicyAgent, network_layers  # noqa: E402
+from block_env.agents.policy import PolicyAgent  # noqa: E402
 from block_env.observations import Layout, layout_for  # noqa: E402
 
 
@@ -50,18 +50,9 @@ def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) 
             kept.append(np.concatenate([obs["observation"], env.hidden_hands(seat)]))
             env.step(agent.act(obs))
     rows = np.asarray(kept[:count], dtype=np.float32)
-    width = rows.shape[1] - len(env.hidden_hands(env.agent_selection))
-    places = tile_places(torch.as_tensor(rows), width, env.rules.num_players - 1).numpy()
+    width = layout_for(agent.rules, agent.observation).size
+    places = tile_places(torch.as_tensor(rows), width, agent.rules.num_players - 1).numpy()
     return rows[:, :width], places
-
-
-def last_hidden_layer(agent: PolicyAgent, observations: np.ndarray) -> np.ndarray:
-    """The policy network's last hidden layer (its actor's layers but the action head)."""
-    x = observations
-    for weight, bias, activation in network_layers(agent.policy, "actor")[:-1]:
-        x = x @ weight + bias
-        x = activation(x) if activation is not None else x
-    return x
 
 
 def read_out_loss(features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int) -> float:
@@ -125,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "the hand counts alone": counts_loss(observations, places, unseen, layout, cut),
         "a linear read-out of the observation": read_out_loss(observations, places, unseen, cut, args.seed),
         f"a linear read-out of {args.agent}'s last hidden layer": read_out_loss(
-            last_hidden_layer(agent, observations), places, unseen, cut, args.seed
+            agent.last_hidden_layer(observations), places, unseen, cut, args.seed
         ),
     }
     table = [

@@ -682,3 +682,20 @@ def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_th
     with pytest.raises(ValueError, match="relu uses activation 'relu', not 'tanh'"):
         average_agent_folders([members[0], relu], tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_a_policy_agents_last_hidden_layer_is_what_its_action_head_reads():
+    """The action head applied to last_hidden_layer gives the agent's logits; observations in
+    another encoding are refused as logits refuses them."""
+    from block_env.agents.policy import network_layers
+
+    agent = make_agent("pretrained:partnership", "partnership", seed=0)
+    env = raw_env("partnership")
+    env.reset(seed=2)
+    observations = np.stack([env.observe(seat, "tracked")["observation"] for seat in env.possible_agents])
+    hidden = agent.last_hidden_layer(observations)
+    weight, bias, activation = network_layers(agent.policy, "actor")[-1]
+    assert hidden.shape == (4, weight.shape[0]) and activation is None
+    assert np.allclose(hidden @ weight + bias, agent.logits(observations), atol=1e-5)
+    with pytest.raises(ValueError, match="reads the 'tracked' encoding"):
+        agent.last_hidden_layer(observations[:, :10])
