@@ -1116,11 +1116,15 @@ def create_app(
     opponents: Opponents | None = None,
     move_seconds: float = MOVE_SECONDS,
     prune_seconds: float = PRUNE_SECONDS,
+    warm_search: bool = False,
 ) -> Starlette:
     """The web app, holding ``games`` (in a temporary store by default), offering the agents
     :class:`Opponents` allows (the folders in ``agents_dirs`` besides the named and shipped
     agents; or ``opponents`` as given), each opponent's move stopped after ``move_seconds``;
-    while it runs, old games are pruned every ``prune_seconds``.
+    while it runs, old games are pruned every ``prune_seconds``. With ``warm_search``, its
+    start also begins compiling the search kernels (:func:`warm_compiled_code`) in a
+    background thread, ``app.state.warming``: the app answers at once, and the first coach
+    hint or search move after an install need not wait for the compile.
 
     Examples:
         >>> from starlette.testclient import TestClient
@@ -1140,6 +1144,9 @@ def create_app(
                 await asyncio.sleep(prune_seconds)
 
         pruning = asyncio.create_task(prune_now_and_then())
+        if warm_search:
+            app.state.warming = threading.Thread(target=_warm_search, name="warm-search", daemon=True)
+            app.state.warming.start()
         yield
         pruning.cancel()
         app.state.agent_threads.shutdown(wait=False, cancel_futures=True)
@@ -1152,6 +1159,13 @@ def create_app(
     app.state.budget = MoveBudget(move_seconds)
     app.state.agent_threads = ThreadPoolExecutor(max_workers=AGENT_THREADS, thread_name_prefix="agents")
     return app
+
+
+def _warm_search() -> None:
+    try:
+        warm_compiled_code(search=True)
+    except Exception:  # the app still serves; the first search move compiles instead
+        log.exception("compiling the search kernels at start failed")
 
 
 #: The environment variable that hands ``serve``'s settings to its worker processes.
@@ -1178,7 +1192,7 @@ class ServeSettings:
             keep_seconds=self.keep_seconds,
             keep_finished=self.keep_finished,
         )
-        return create_app(games, self.agents_dirs, move_seconds=self.move_seconds)
+        return create_app(games, self.agents_dirs, move_seconds=self.move_seconds, warm_search=True)
 
 
 def app_from_environment() -> Starlette:

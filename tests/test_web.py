@@ -462,3 +462,42 @@ def test_two_requests_racing_for_one_move_play_it_once():
     after = next(a for a in answers if a.status_code == 200).json()
     record = [e for e in after["events"] if e.get("seat") == view["seat"] and e.get("action") == action]
     assert len(record) == 1 and len(after["line"]) > placed_before
+
+
+def test_serves_apps_compile_the_search_kernels_in_the_background_at_start(tmp_path, monkeypatch):
+    import threading
+
+    from block_env.apps import web
+    from block_env.apps.store import sqlite_url
+
+    calls, release = [], threading.Event()
+
+    def warm(search=False):
+        calls.append(search)
+        if search:  # a slow compile: the app must answer while it runs
+            assert release.wait(30)
+
+    monkeypatch.setattr(web, "warm_compiled_code", warm)
+    with TestClient(web.ServeSettings(store=sqlite_url(tmp_path)).app()) as client:
+        assert client.get("/api/options").status_code == 200
+        assert calls == [False, True] and client.app.state.warming.is_alive()
+        release.set()
+        client.app.state.warming.join(30)
+        assert not client.app.state.warming.is_alive()
+    with TestClient(create_app()) as client:  # a plain app warms only the quick part, in its build
+        assert not hasattr(client.app.state, "warming")
+    assert calls == [False, True, False]
+
+
+def test_a_failed_warm_up_at_start_is_logged_and_the_app_still_serves(monkeypatch, caplog):
+    from block_env.apps import web
+
+    def warm(search=False):
+        if search:
+            raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(web, "warm_compiled_code", warm)
+    with TestClient(create_app(warm_search=True)) as client:
+        client.app.state.warming.join(30)
+        assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201
+    assert "compiling the search kernels at start failed" in caplog.text and "no compiler here" in caplog.text
