@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -465,27 +466,31 @@ def test_two_requests_racing_for_one_move_play_it_once():
 
 
 def test_serves_apps_compile_the_search_kernels_in_the_background_at_start(tmp_path, monkeypatch):
-    import threading
-
     from block_env.apps import web
     from block_env.apps.store import sqlite_url
 
-    calls, release = [], threading.Event()
+    calls, started, release = [], threading.Event(), threading.Event()
 
     def warm(search=False):
         calls.append(search)
         if search:  # a slow compile: the app must answer while it runs
+            started.set()
             assert release.wait(30)
 
     monkeypatch.setattr(web, "warm_compiled_code", warm)
-    with TestClient(web.ServeSettings(store=sqlite_url(tmp_path)).app()) as client:
-        assert client.get("/api/options").status_code == 200
-        assert calls == [False, True] and client.app.state.warming.is_alive()
+    app = web.ServeSettings(store=sqlite_url(tmp_path)).app()
+    try:
+        with TestClient(app) as client:
+            assert client.get("/api/options").status_code == 200
+            assert started.wait(30) and calls == [False, True] and app.state.warming.is_alive()
+            release.set()
+            app.state.warming.join(30)
+            assert not app.state.warming.is_alive()
+    finally:
         release.set()
-        client.app.state.warming.join(30)
-        assert not client.app.state.warming.is_alive()
-    with TestClient(create_app()) as client:  # a plain app warms only the quick part, in its build
-        assert not hasattr(client.app.state, "warming")
+    plain = create_app()
+    with TestClient(plain):  # a plain app warms only the quick part, in its build
+        assert not hasattr(plain.state, "warming")
     assert calls == [False, True, False]
 
 
@@ -497,7 +502,8 @@ def test_a_failed_warm_up_at_start_is_logged_and_the_app_still_serves(monkeypatc
             raise RuntimeError("no compiler here")
 
     monkeypatch.setattr(web, "warm_compiled_code", warm)
-    with TestClient(create_app(warm_search=True)) as client:
-        client.app.state.warming.join(30)
+    app = create_app(warm_search=True)
+    with TestClient(app) as client:
+        app.state.warming.join(30)
         assert client.post("/api/games", json={"seed": 1, "opponents": ["greedy"]}).status_code == 201
     assert "compiling the search kernels at start failed" in caplog.text and "no compiler here" in caplog.text
