@@ -39,9 +39,8 @@ def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) 
     from block_env.training.teaching import tile_places
 
     kept = []  # each observation with the other seats' hands after it, as teacher decisions keep them
-    deal = seed
+    deal, env = seed, raw_env(preset)  # one env, reset for each deal
     while len(kept) < count:
-        env = raw_env(preset)
         env.reset(seed=deal)
         deal += 1
         while not env.episode_over:
