@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,8 @@ ACTOR_KEYS = ("mlp_extractor.policy_net.", "action_net.")
 CRITIC_KEYS = ("mlp_extractor.value_net.", "value_net.")
 POLICY_WEIGHTS = "policy.pth"
 FORMAT_VERSION = 1
+#: agent.json's optional key: the decisions the agent hands to a search, late in a round.
+ENDGAME = "endgame"
 #: How close two logits are (this times one plus the larger's size) for a batched decision to be
 #: made again one row at a time (:meth:`PolicyAgent.act_batch`): far above the float32 rounding between a pass
 #: over many rows and one over a single row (about 1e-5 on the shipped agents' logits).
@@ -154,6 +158,16 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
     scale = metadata.get("value_scale")
     if scale is not None and (not is_number(scale) or scale <= 0):
         raise bad("value_scale", "a positive number (value-head units per point), or absent")
+    endgame = metadata.get(ENDGAME)
+    if endgame is not None and (
+        not isinstance(endgame, dict)
+        or set(endgame) != {"hand_at_most", "search"}
+        or type(endgame["hand_at_most"]) is not int
+        or endgame["hand_at_most"] < 1
+        or not isinstance(endgame["search"], str)
+        or endgame["search"].partition(":")[0] != "search"
+    ):
+        raise bad(ENDGAME, '{"hand_at_most": a positive int, "search": a search spec ("search:...")}, or absent')
     return metadata
 
 
@@ -358,6 +372,7 @@ class PolicyAgent(Agent):
         observation: str | None = None,
         path: str | Path | None = None,
         deterministic: bool = True,
+        endgame: bool = True,
     ) -> None:
         if path is None:
             raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
@@ -373,8 +388,16 @@ class PolicyAgent(Agent):
         self.policy, self._actor, self._critic = _loaded_policy(*_folder_version(Path(path)))
         self.value_scale: float | None = metadata.get("value_scale")
         self.activation: str = metadata["activation"]
-        self.deterministic = deterministic
+        self.path = Path(path)
+        self.best_move = deterministic  # the best legal logit, else a draw from the softmax
+        self.deterministic = deterministic  # the search below keeps it so: its seed is the observation's
         self.name = f"policy:{Path(path).name}"
+        self.endgame = _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
+
+    def network_only(self) -> PolicyAgent:
+        """This agent without its endgame search (agent.json's ``endgame``): every move its
+        network's, as a search reads a trained prior."""
+        return PolicyAgent(self.rules, observation=self.observation, path=self.path, deterministic=self.best_move, endgame=False)
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action logits for (k, size) observations: its actor's layers in numpy
@@ -428,28 +451,104 @@ class PolicyAgent(Agent):
             raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
         logits = self.logits(observations)
         chosen = self._choose(logits, masks)
-        if self.deterministic and masks.shape[1] > 1:
+        if self.best_move and masks.shape[1] > 1:
             best_two = np.partition(np.where(masks, logits, -np.inf), -2, axis=1)[:, -2:]
             near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))  # one legal move: +inf
             for row in np.flatnonzero(near):
                 chosen[row] = self._choose(self.logits(np.asarray(observations)[row])[None], masks[row][None])[0]
+        if self.endgame is not None:
+            for row in self.endgame.rows(np.asarray(observations), masks):
+                chosen[row] = self.endgame.act(observations[row], masks[row])
         return chosen
 
     def act(self, obs: Observation) -> int:
         legal_actions(obs)  # refuses an all-zero mask
+        masks = np.asarray(obs["action_mask"], dtype=bool)[None]
+        self._check_encoding(np.asarray(obs["observation"]))
+        if self.endgame is not None and len(self.endgame.rows(np.asarray(obs["observation"])[None], masks)):
+            return self.endgame.act(obs["observation"], masks[0])
         # The policy's action logits, masked here: the same choice as SB3's masked
         # predict(), without its distribution objects, sampling with this agent's seeded RNG.
         logits = self.logits(obs["observation"])[None]  # one row's forward pass, as it always was
-        return int(self._choose(logits, np.asarray(obs["action_mask"], dtype=bool)[None])[0])
+        return int(self._choose(logits, masks)[0])
 
     def _choose(self, logits: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """Each row's move: its best legal logit, or (not ``deterministic``) a draw from the
         softmax over its legal moves, one draw of this agent's RNG per row."""
         masked = np.where(masks, logits, -np.inf)
-        if self.deterministic:
+        if self.best_move:
             return masked.argmax(axis=1)
         draws = np.array([self.rng.random() for _ in range(len(masked))])
         return sample_legal(masked, masks, draws)
+
+
+def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at_most: int) -> Path:
+    """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
+    folder ``source`` whose agent.json names an endgame search: the decisions with two or more
+    legal moves once it holds ``hand_at_most`` tiles or fewer (two at least) are the ``search``
+    spec's (a search reading the agent's encoding or one it holds), the others its network's.
+    ValueError names a bad option before anything is written.
+
+    Examples:
+        >>> import tempfile
+        >>> from block_env.agents import PRETRAINED_DIR
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     folder = add_endgame_search(PRETRAINED_DIR / "standard", out, "search:worlds=16", 2)
+        ...     load_agent_metadata(folder)["endgame"]
+        {'hand_at_most': 2, 'search': 'search:worlds=16'}
+    """
+    if type(hand_at_most) is not int or hand_at_most < 1:
+        raise ValueError(f"hand_at_most must be a positive int (tiles held), got {hand_at_most!r}")
+    if not isinstance(search, str) or search.partition(":")[0] != "search":
+        raise ValueError(f"an endgame is played by a search: its spec is 'search' or 'search:...', got {search!r}")
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"{target} already exists and is not an empty folder: the agent is written to a new folder")
+    metadata = load_agent_metadata(source)
+    if ENDGAME in metadata:
+        raise ValueError(f"{source} already hands its endgame to {metadata[ENDGAME]['search']!r}")
+    metadata[ENDGAME] = {"hand_at_most": hand_at_most, "search": search}
+    with replace_folder(target) as temporary:  # checked as it will load, before it takes out's place
+        (temporary / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
+        shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
+        _EndgameSearch(load_agent_metadata(temporary)[ENDGAME], Rules.from_dict(metadata["rules"]), metadata["observation"], out)
+    return target
+
+
+class _EndgameSearch:
+    """The search a policy agent hands its late decisions to (agent.json's ``endgame``): every
+    decision with two or more legal moves once the agent holds ``hand_at_most`` tiles or fewer
+    (but its last: one tile dominoes on either end). Late in a round few tiles are hidden, a
+    move decides many points, and a search plays them better than a network; it is also cheap
+    then, its playouts short. Its worlds are drawn from a seed derived from the observation, so
+    the agent's move stays a function of the observation alone (``deterministic``: the arena
+    may ask it for many games at once)."""
+
+    def __init__(self, settings: dict[str, Any], rules: Rules, reads: str, path: str | Path) -> None:
+        from block_env.agents import make_agent  # the spec parser lives in the package above
+
+        self.hand_at_most = settings["hand_at_most"]
+        self.search = make_agent(settings["search"], rules)
+        mine = layout_for(rules, reads)
+        try:  # the search reads its encoding's columns of the agent's observation
+            self.columns = layout_for(rules, self.search.observation).columns_in(mine)
+        except ValueError:
+            raise ValueError(
+                f"{Path(path) / AGENT_JSON}: endgame search {settings['search']!r} reads the "
+                f"{self.search.observation!r} encoding, which the agent's {reads!r} observations do not hold"
+            ) from None
+        self.hand_count = mine.slices["hand_counts"].start  # relative seat 0: the observer
+
+    def rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The rows the search decides: two or more legal moves, at most ``hand_at_most`` tiles
+        held, and two at least (a seat's last tile dominoes on either end: nothing to search)."""
+        held = observations[:, self.hand_count]
+        return np.flatnonzero((held <= self.hand_at_most) & (held >= 2) & (masks.sum(axis=1) > 1))
+
+    def act(self, observation: np.ndarray, mask: np.ndarray) -> int:
+        seen = np.ascontiguousarray(observation, dtype=np.float32)
+        self.search.reset(seed=zlib.crc32(seen.tobytes()))  # the observation's own seed
+        return int(self.search.search_moves(seen[self.columns][None], mask[None])[0].choice)
 
 
 def sample_legal(masked_logits: np.ndarray, masks: np.ndarray, draws: np.ndarray) -> np.ndarray:

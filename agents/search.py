@@ -8,10 +8,10 @@ import numpy as np
 
 from block_env.agents.base import Agent, Observation, legal_actions
 from block_env.agents.policy import PolicyAgent
-from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights, move_score
+from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights, greedy_rank, move_score
 from block_env.agents.search_belief import move_log_likelihoods
-from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out
-from block_env.batched import BatchedGames
+from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, play_out_ranked
+from block_env.batched import BatchedGames, CompiledPolicies
 from block_env.engine import PublicView, Round
 from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
@@ -185,6 +185,7 @@ class SearchAgent(Agent):
         # agent does; "heuristic" as the strategic agent's first terms.
         self._weights = GREEDY_WEIGHTS if playout == "greedy" else PLAYOUT_WEIGHTS.move_weights
         self._batches: dict[int, BatchedGames] = {}
+        self._greedy = CompiledPolicies.build([greedy_rank(self.rules)], self.rules.tile_set.num_actions)
         self._encode = batch_encoder(self.rules, self.guide.observation) if self.guide is not None else None
 
     @staticmethod
@@ -195,6 +196,8 @@ class SearchAgent(Agent):
         agent = make_agent(spec, rules, seed)
         if not isinstance(agent, PolicyAgent):
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
+        if agent.endgame is not None:  # the prior is its network: no search inside the search
+            agent = agent.network_only()
         if agent.observation not in PRIOR_ENCODINGS:
             raise ValueError(
                 f"search prior {spec!r} reads the {agent.observation!r} encoding; a search's prior reads one of "
@@ -301,7 +304,13 @@ class SearchAgent(Agent):
         moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
         first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
-        rest = play_out(games, np.flatnonzero(~games.over), self._playout_moves(games), until_seat)
+        playing = np.flatnonzero(~games.over)
+        if self.playout == "greedy" and self.epsilon == 0 and until_seat is None:
+            # Greedy without random moves is a fixed rank of the actions: the engine's compiled
+            # loop plays it to the round's end in one call, with the same moves.
+            rest = play_out_ranked(games, playing, self._greedy)
+        else:
+            rest = play_out(games, playing, self._playout_moves(games), until_seat)
         value = np.zeros(games.num_games)
         for results in (first, rest):
             value[results.games] = results.side_values("zero_sum")[:, 0]  # my side is side 0
@@ -331,6 +340,9 @@ class SearchAgent(Agent):
         def per_game(facts: list | np.ndarray) -> np.ndarray:  # each view's facts, once per game of its block
             return np.repeat(np.asarray(facts), sizes, axis=0)
 
+        def position_fact(facts: list) -> np.ndarray:  # one decision's games share its facts: set_positions broadcasts them
+            return np.asarray(facts[0]) if len(views) == 1 else per_game(facts)
+
         record = None
         if self._tracks:
             longest = max(len(moves) for moves in histories)
@@ -342,15 +354,15 @@ class SearchAgent(Agent):
 
         games.set_positions(
             hands,
-            ends=per_game([(r.left, r.right) for r in positions]),  # -1 for an empty line
-            played=per_game([[r.played >> i & 1 for i in range(num_tiles)] for r in positions]).astype(bool),
-            current=per_game([r.current for r in positions]),
-            leader=per_game([r.leader for r in positions]),
-            passes=per_game([r.passes for r in positions]),
-            voids=per_game([r.voids for r in positions]),
+            ends=position_fact([(r.left, r.right) for r in positions]),  # -1 for an empty line
+            played=position_fact([[r.played >> i & 1 for i in range(num_tiles)] for r in positions]).astype(bool),
+            current=position_fact([r.current for r in positions]),
+            leader=position_fact([r.leader for r in positions]),
+            passes=position_fact([r.passes for r in positions]),
+            voids=position_fact([r.voids for r in positions]),
             # What observations show beyond a position: the opening tile, the match scores.
-            opening=per_game([-1 if k.opening is None else k.opening for k in views]),
-            scores=per_game([k.scores for k in views]),
+            opening=position_fact([-1 if k.opening is None else k.opening for k in views]),
+            scores=position_fact([k.scores for k in views]),
             record=record,
         )
 

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from block_env.agents.scripted import move_score_compiled
-from block_env.batched import BatchedGames, BatchResults, ends_after_move, follows_ends, next_random
+from block_env.batched import BatchedGames, BatchResults, CompiledPolicies, ends_after_move, follows_ends, next_random
 
 #: A playout policy: the moves of ``games`` (indices into a batch) given their legal masks.
 MoveChooser = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -36,6 +36,25 @@ def play_out(
         results.append(batch.step(choose(active, batch.legal_mask(active)), active, check=False))
         active = active[~batch.over[active]]
     return BatchResults.concatenate(results, t.num_players, t.num_sides)
+
+
+def play_out_ranked(batch: BatchedGames, games: np.ndarray, policy: CompiledPolicies) -> BatchResults:
+    """Play every game in ``games`` to the end of its round, every seat playing the highest-ranked
+    legal move of ``policy``'s first row (the first on ties: as a scripted chooser without
+    random moves), the whole playout in one call of the engine's compiled loop rather than a
+    step per move: what :func:`play_out` does with such a chooser, in a fraction of the time."""
+    active = np.asarray(games, dtype=np.int64)
+    n, num_players = batch.num_games, batch.tables.num_players
+    no_learner = np.full(n, -1, dtype=np.int64)  # no seat stops the loop for a decision
+    _status, results = batch.play_until_decision(
+        active,
+        no_learner,
+        np.zeros((n, num_players), dtype=np.int64),  # every seat plays policy 0
+        policy,
+        np.zeros(n, dtype=np.uint64),  # no random draws: a ranked policy never draws
+        skip_forced=False,
+    )
+    return results
 
 
 def heuristic_moves(batch: BatchedGames, weights: tuple[float, float, float], epsilon: float, seed: int) -> MoveChooser:

@@ -228,6 +228,22 @@ def cmd_average(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_endgame(args: argparse.Namespace) -> int:
+    from block_env.agents import trained_agent_folder
+    from block_env.agents.policy import add_endgame_search
+
+    try:
+        source = trained_agent_folder(args.agent)
+    except ValueError as e:
+        raise ValueError(f"--agent: {e}") from None
+    out = add_endgame_search(source, args.out, args.search, args.hand_at_most)
+    print(
+        f"wrote {out}: {args.agent} with its decisions at {args.hand_at_most} tiles or fewer searched by "
+        f"{args.search} (play it as policy:{out})"
+    )
+    return 0
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from block_env.rules import Rules
     from block_env.training.solve import solve
@@ -295,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_solve,
         _add_exploit,
         _add_average,
+        _add_endgame,
     ):
         add(sub)
     return parser
@@ -426,6 +443,26 @@ def _add_average(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_average)
+
+
+def _add_endgame(sub: Any) -> None:
+    p = sub.add_parser(
+        "endgame", help="a trained agent that hands its last decisions of a round to a search, as a new agent"
+    )
+    p.add_argument("--agent", required=True, help="the trained agent (pretrained:NAME, policy:PATH)")
+    p.add_argument(
+        "--search",
+        default="search:worlds=32,playout=greedy,epsilon=0,prior=none",
+        help="the search spec that plays those decisions (default: %(default)s)",
+    )
+    p.add_argument(
+        "--hand-at-most",
+        type=int,
+        default=3,
+        help="the search decides once the agent holds this many tiles or fewer (default: %(default)s)",
+    )
+    p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
+    p.set_defaults(func=cmd_endgame)
 
 
 def _add_serve(sub: Any) -> None:

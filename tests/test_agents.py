@@ -511,6 +511,33 @@ def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset)
         )
 
 
+@pytest.mark.parametrize("preset", ["standard", "partnership"])
+def test_ranked_playouts_in_one_compiled_call_end_as_the_move_by_move_greedy_playouts(preset):
+    """play_out_ranked (a greedy search without random moves plays its worlds out so) ends
+    every game with the same result and the same tiles left as play_out with the compiled
+    greedy chooser, one step per move, from the same mid-round positions."""
+    from block_env.agents.scripted import GREEDY_WEIGHTS, greedy_rank
+    from block_env.agents.search_playouts import heuristic_moves, play_out, play_out_ranked
+    from block_env.batched import BatchedGames, CompiledPolicies
+
+    rules = Rules.preset(preset)
+    stepped, ranked = BatchedGames(rules, 64, seed=3), BatchedGames(rules, 64, seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(5):  # a few random moves first: positions mid-round
+        live = np.flatnonzero(~stepped.over)
+        masks = stepped.legal_mask(live)
+        moves = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        for games in (stepped, ranked):
+            games.step(moves, live)
+    live = np.flatnonzero(~stepped.over)
+    a = play_out(stepped, live, heuristic_moves(stepped, GREEDY_WEIGHTS, 0.0, seed=1))
+    b = play_out_ranked(ranked, live, CompiledPolicies.build([greedy_rank(rules)], rules.tile_set.num_actions))
+    order_a, order_b = np.argsort(a.games), np.argsort(b.games)
+    assert len(a.games) == len(live) and np.array_equal(a.games[order_a], b.games[order_b])
+    assert np.array_equal(a.side_values("zero_sum")[order_a], b.side_values("zero_sum")[order_b])
+    assert np.array_equal(stepped.owner, ranked.owner)
+
+
 def test_search_moves_reports_every_legal_moves_value_in_every_world():
     """Without a prior the search chooses the move with the best mean value; with one it
     keeps the prior's move unless the best wins by ``confidence`` standard errors."""
@@ -682,6 +709,96 @@ def test_averaging_agent_folders_writes_the_weight_mean_of_their_policies_and_th
     with pytest.raises(ValueError, match="relu uses activation 'relu', not 'tanh'"):
         average_agent_folders([members[0], relu], tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+ENDGAME_SEARCH = "search:worlds=8,playout=greedy,epsilon=0,prior=none"
+
+
+def test_an_agent_with_an_endgame_search_plays_its_late_decisions_by_that_search(tmp_path):
+    """add_endgame_search: the decisions with two or more legal moves at hand_at_most tiles or
+    fewer, but the last tile, are the search's (some differ from the network's), every other
+    one the network's;
+    the move is a function of the observation (another seed, another instance, act_batch
+    over many rows: the same moves), network_only() and a search guided by it read the
+    network alone."""
+    from block_env.agents import PRETRAINED_DIR, SearchAgent
+    from block_env.agents.policy import add_endgame_search, load_agent_metadata
+    from block_env.observations import tracked_layout
+
+    rules = Rules.preset("partnership")
+    out = add_endgame_search(PRETRAINED_DIR / "partnership", tmp_path / "endgame", ENDGAME_SEARCH, 3)
+    assert load_agent_metadata(out)["endgame"] == {"hand_at_most": 3, "search": ENDGAME_SEARCH}
+    agent = make_agent(f"policy:{out}", rules, seed=0)
+    again = make_agent(f"policy:{out}", rules, seed=99)
+    network = make_agent("pretrained:partnership", rules)
+    assert agent.deterministic and agent.network_only().endgame is None
+    hand_count = tracked_layout(rules).slices["hand_counts"].start
+    env = raw_env(rules, observation="tracked")
+    rows, masks, late, searched_differently = [], [], 0, 0
+    for game in range(12):
+        env.reset(seed=game)
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            action = agent.act(obs)
+            assert action == again.act(obs) == agent.act(obs)
+            if obs["action_mask"].sum() > 1 and 2 <= obs["observation"][hand_count] <= 3:
+                late += 1
+                searched_differently += action != network.act(obs)
+            else:
+                assert action == network.act(obs) == agent.network_only().act(obs)
+            rows.append(obs["observation"])
+            masks.append(obs["action_mask"].astype(bool))
+            env.step(action)
+    assert late > 20 and searched_differently > 0
+    batched = agent.act_batch(np.array(rows), np.array(masks))
+    assert batched.tolist() == [agent.act({"observation": o, "action_mask": m}) for o, m in zip(rows, masks)]
+    guided = SearchAgent(rules, seed=0, worlds=4, prior=f"policy:{out}", playout="policy")
+    assert guided.guide is not None and guided.guide.endgame is None  # no search inside the search
+
+
+def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path):
+    """A bad hand count, a spec that is not a search, a search reading an encoding the agent's
+    observations do not hold, a folder that holds files (left as it was) and an agent that
+    already has an endgame are refused by name; so is a malformed endgame in agent.json."""
+    from block_env.agents import PRETRAINED_DIR
+    from block_env.agents.policy import add_endgame_search, load_agent_metadata
+
+    source = PRETRAINED_DIR / "partnership"
+    for hand in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="hand_at_most must be a positive int"):
+            add_endgame_search(source, tmp_path / "x", ENDGAME_SEARCH, hand)
+    with pytest.raises(ValueError, match="an endgame is played by a search.*got 'greedy'"):
+        add_endgame_search(source, tmp_path / "x", "greedy", 3)
+    with pytest.raises(ValueError, match="reads the 'history' encoding, which the agent's 'tracked' observations"):
+        add_endgame_search(source, tmp_path / "x", "search:prior=pretrained:partnership,belief=prior", 3)
+    with pytest.raises(ValueError, match="bad options for agent 'search'"):
+        add_endgame_search(source, tmp_path / "x", "search:wrlds=3", 3)
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="taken already exists and is not an empty folder"):
+        add_endgame_search(source, tmp_path / "taken", ENDGAME_SEARCH, 3)
+    assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
+    once = add_endgame_search(source, tmp_path / "once", ENDGAME_SEARCH, 3)
+    with pytest.raises(ValueError, match="already hands its endgame to"):
+        add_endgame_search(once, tmp_path / "twice", ENDGAME_SEARCH, 2)
+    metadata = json.loads((once / "agent.json").read_text())
+    for bad in ({"hand_at_most": 3}, {"hand_at_most": 0, "search": "search"}, {"hand_at_most": 3, "search": "greedy"}, []):
+        (once / "agent.json").write_text(json.dumps({**metadata, "endgame": bad}))
+        with pytest.raises(ValueError, match="endgame must be"):
+            load_agent_metadata(once)
+
+
+def test_the_endgame_command_writes_an_agent_that_plays(tmp_path, capsys):
+    from block_env.cli import main
+
+    out = tmp_path / "agent"
+    assert main(["endgame", "--agent", "pretrained:standard", "--hand-at-most", "2", "--out", str(out)]) == 0
+    assert f"play it as policy:{out}" in capsys.readouterr().out
+    env = raw_env("standard", observation="tracked")  # what pretrained:standard reads
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    assert obs["action_mask"][make_agent(f"policy:{out}", "standard", seed=0).act(obs)] == 1
 
 
 def test_a_policy_agents_last_hidden_layer_is_what_its_action_head_reads():

@@ -23,6 +23,8 @@ CASES = [
     ("standard_4p", ("pretrained:standard_4p", "greedy", "random", "strategic")),
     ("standard_4p", ("random", "pretrained:standard_4p")),
     ("partnership", ("pretrained:partnership_vector", "pretrained:partnership", "random")),
+    # A network that hands its last decisions to a search seeded by the observation: batched too.
+    ("partnership", ("pretrained:partnership_endgame", "pretrained:partnership", "greedy")),
 ]
 
 
