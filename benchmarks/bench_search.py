@@ -22,6 +22,8 @@ from block_env.agents import make_agent  # noqa: E402
 from block_env.options import ENCODINGS  # noqa: E402
 
 PRESETS = ["standard", "standard_3p", "standard_4p", "partnership"]
+#: Positions an agent plays before it is timed: a few rounds of one seat's decisions.
+WARM_UP = 40
 
 
 def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
@@ -46,11 +48,14 @@ def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
 
 def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[float, float | None]:
     """(one by one, in one batch or None): seconds per decision with two or more legal moves,
-    after a warm-up call (the batched search and the policies compile or allocate on first
-    use); each agent reads its own encoding. Agents without ``act_batch`` have no batch figure."""
+    after warming up on the first :data:`WARM_UP` positions (the batched search and the
+    policies compile or allocate on first use, and an agent may run other code late in a
+    round: a network's endgame search); each agent reads its own encoding. Agents without
+    ``act_batch`` have no batch figure."""
     agent = make_agent(spec, rules, seed=0)
     mine = [o[agent.observation] for o in obs]
-    agent.act(mine[0])
+    for o in mine[:WARM_UP]:
+        agent.act(o)
     agent.reset(seed=0)
     spent = 0.0
     for o, position in zip(mine, obs):
