@@ -351,7 +351,10 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
 
 
 class PolicyAgent(Agent):
-    """Plays a saved MaskablePPO policy, always passing the action mask.
+    """Plays a saved MaskablePPO policy, always passing the action mask: its best legal move
+    (``deterministic``) or a draw from its distribution over the legal moves. Where agent.json
+    names an ``endgame`` search (:func:`add_endgame_search`), that search decides the late moves
+    it names; ``endgame=False`` (or :meth:`network_only`) plays the network alone.
 
     Examples:
         >>> from block_env import raw_env
@@ -389,15 +392,20 @@ class PolicyAgent(Agent):
         self.value_scale: float | None = metadata.get("value_scale")
         self.activation: str = metadata["activation"]
         self.path = Path(path)
-        self.best_move = deterministic  # the best legal logit, else a draw from the softmax
-        self.deterministic = deterministic  # the search below keeps it so: its seed is the observation's
+        self.deterministic = deterministic  # an endgame search keeps it so: its seed is the observation's
         self.name = f"policy:{Path(path).name}"
-        self.endgame = _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
+        self.endgame = (
+            _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
+        )
 
     def network_only(self) -> PolicyAgent:
         """This agent without its endgame search (agent.json's ``endgame``): every move its
         network's, as a search reads a trained prior."""
-        return PolicyAgent(self.rules, observation=self.observation, path=self.path, deterministic=self.best_move, endgame=False)
+        network = PolicyAgent(
+            self.rules, observation=self.observation, path=self.path, deterministic=self.deterministic, endgame=False
+        )
+        network.rng.setstate(self.rng.getstate())  # the same draws, where it samples its moves
+        return network
 
     def logits(self, observations: np.ndarray) -> np.ndarray:
         """The policy's action logits for (k, size) observations: its actor's layers in numpy
@@ -451,7 +459,7 @@ class PolicyAgent(Agent):
             raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
         logits = self.logits(observations)
         chosen = self._choose(logits, masks)
-        if self.best_move and masks.shape[1] > 1:
+        if self.deterministic and masks.shape[1] > 1:
             best_two = np.partition(np.where(masks, logits, -np.inf), -2, axis=1)[:, -2:]
             near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))  # one legal move: +inf
             for row in np.flatnonzero(near):
@@ -476,7 +484,7 @@ class PolicyAgent(Agent):
         """Each row's move: its best legal logit, or (not ``deterministic``) a draw from the
         softmax over its legal moves, one draw of this agent's RNG per row."""
         masked = np.where(masks, logits, -np.inf)
-        if self.best_move:
+        if self.deterministic:
             return masked.argmax(axis=1)
         draws = np.array([self.rng.random() for _ in range(len(masked))])
         return sample_legal(masked, masks, draws)
@@ -511,7 +519,9 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
     with replace_folder(target) as temporary:  # checked as it will load, before it takes out's place
         (temporary / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
-        _EndgameSearch(load_agent_metadata(temporary)[ENDGAME], Rules.from_dict(metadata["rules"]), metadata["observation"], out)
+        _EndgameSearch(
+            load_agent_metadata(temporary)[ENDGAME], Rules.from_dict(metadata["rules"]), metadata["observation"], out
+        )
     return target
 
 

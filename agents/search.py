@@ -340,7 +340,9 @@ class SearchAgent(Agent):
         def per_game(facts: list | np.ndarray) -> np.ndarray:  # each view's facts, once per game of its block
             return np.repeat(np.asarray(facts), sizes, axis=0)
 
-        def position_fact(facts: list) -> np.ndarray:  # one decision's games share its facts: set_positions broadcasts them
+        def position_fact(
+            facts: list,
+        ) -> np.ndarray:  # one decision's games share its facts: set_positions broadcasts them
             return np.asarray(facts[0]) if len(views) == 1 else per_game(facts)
 
         record = None

@@ -783,7 +783,12 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     with pytest.raises(ValueError, match="already hands its endgame to"):
         add_endgame_search(once, tmp_path / "twice", ENDGAME_SEARCH, 2)
     metadata = json.loads((once / "agent.json").read_text())
-    for bad in ({"hand_at_most": 3}, {"hand_at_most": 0, "search": "search"}, {"hand_at_most": 3, "search": "greedy"}, []):
+    for bad in (
+        {"hand_at_most": 3},
+        {"hand_at_most": 0, "search": "search"},
+        {"hand_at_most": 3, "search": "greedy"},
+        [],
+    ):
         (once / "agent.json").write_text(json.dumps({**metadata, "endgame": bad}))
         with pytest.raises(ValueError, match="endgame must be"):
             load_agent_metadata(once)
