@@ -224,6 +224,16 @@ _CATALOGUE: dict[str, list[Opponent]] = {
         ),
         *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
         Opponent(
+            "pretrained:partnership_endgame",
+            "Network + endgame",
+            "very strong",
+            "the shipped network, handing its last three tiles' moves to a quick search",
+            (
+                Measured("+0.68 (+0.51 .. +0.86)", "search", 16000, RESULTS),
+                Measured("+0.46 (+0.32 .. +0.61)", "pretrained:partnership", 8000, RESULTS),
+            ),
+        ),
+        Opponent(
             "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0",
             "Search + network",
             "strongest",
@@ -239,7 +249,7 @@ DEFAULTS = {
     "standard": "pretrained:standard",
     "standard_3p": "pretrained:standard_3p",
     "standard_4p": "pretrained:standard_4p",
-    "partnership": "pretrained:partnership",
+    "partnership": "pretrained:partnership_endgame",
 }
 DEFAULT = "strategic"
 #: The line under the picker: what every figure means.
