@@ -158,17 +158,27 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
     scale = metadata.get("value_scale")
     if scale is not None and (not is_number(scale) or scale <= 0):
         raise bad("value_scale", "a positive number (value-head units per point), or absent")
-    endgame = metadata.get(ENDGAME)
-    if endgame is not None and (
-        not isinstance(endgame, dict)
-        or set(endgame) != {"hand_at_most", "search"}
-        or type(endgame["hand_at_most"]) is not int
-        or endgame["hand_at_most"] < 1
-        or not isinstance(endgame["search"], str)
-        or endgame["search"].partition(":")[0] != "search"
-    ):
-        raise bad(ENDGAME, '{"hand_at_most": a positive int, "search": a search spec ("search:...")}, or absent')
+    if ENDGAME in metadata:
+        check_endgame(metadata[ENDGAME], str(meta_path))
     return metadata
+
+
+def check_endgame(settings: Any, where: str) -> None:
+    """ValueError, naming ``where``, unless ``settings`` is an agent.json ``endgame``: the
+    tiles held at most (two or more: a seat's last tile dominoes on either end, nothing to
+    search) and a search spec."""
+    if not (
+        isinstance(settings, dict)
+        and set(settings) == {"hand_at_most", "search"}
+        and type(settings["hand_at_most"]) is int
+        and settings["hand_at_most"] >= 2
+        and isinstance(settings["search"], str)
+        and settings["search"].partition(":")[0] == "search"
+    ):
+        raise ValueError(
+            f'{where}: endgame must be {{"hand_at_most": an int of 2 or more, "search": a search spec '
+            f'("search" or "search:...")}}, got {settings!r}'
+        )
 
 
 def load_policy_weights(path: str | Path, policy: Any) -> None:
@@ -447,7 +457,9 @@ class PolicyAgent(Agent):
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One forward pass for every game waiting on this policy (masked like ``act``, and
-        the same choices: row k's is what ``act`` would choose after k earlier decisions).
+        the same choices: row k's is what ``act`` would choose after k earlier decisions); the
+        rows an endgame search decides are searched one by one, and draw nothing from this
+        agent's generator, as in ``act``.
 
         A pass over many rows rounds differently from ``act``'s pass over one (the logits differ
         in their last bits), so a deterministic policy whose best two legal logits are within
@@ -457,24 +469,34 @@ class PolicyAgent(Agent):
         masks = np.asarray(masks, dtype=bool)
         if not masks.any(axis=1).all():
             raise ValueError(f"the action masks of rows {np.flatnonzero(~masks.any(axis=1)).tolist()} are all zeros")
-        logits = self.logits(observations)
-        chosen = self._choose(logits, masks)
-        if self.deterministic and masks.shape[1] > 1:
-            best_two = np.partition(np.where(masks, logits, -np.inf), -2, axis=1)[:, -2:]
-            near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))  # one legal move: +inf
-            for row in np.flatnonzero(near):
-                chosen[row] = self._choose(self.logits(np.asarray(observations)[row])[None], masks[row][None])[0]
+        observations = np.asarray(observations)
+        self._check_encoding(observations)
+        chosen = np.zeros(len(masks), dtype=np.int64)
+        searched = np.zeros(0, dtype=np.int64)
         if self.endgame is not None:
-            for row in self.endgame.rows(np.asarray(observations), masks):
+            searched = self.endgame.rows(observations, masks)
+            for row in searched:
                 chosen[row] = self.endgame.act(observations[row], masks[row])
+        rows = np.setdiff1d(np.arange(len(masks)), searched)  # the network's, in order (a sampler's draws)
+        if not len(rows):
+            return chosen
+        logits = self.logits(observations[rows])
+        chosen[rows] = self._choose(logits, masks[rows])
+        if self.deterministic and masks.shape[1] > 1:
+            best_two = np.partition(np.where(masks[rows], logits, -np.inf), -2, axis=1)[:, -2:]
+            near = best_two[:, 1] - best_two[:, 0] <= NEAR_TIE * (1.0 + np.abs(best_two[:, 1]))  # one legal move: +inf
+            for row in rows[near]:
+                chosen[row] = self._choose(self.logits(observations[row])[None], masks[row][None])[0]
         return chosen
 
     def act(self, obs: Observation) -> int:
         legal_actions(obs)  # refuses an all-zero mask
         masks = np.asarray(obs["action_mask"], dtype=bool)[None]
-        self._check_encoding(np.asarray(obs["observation"]))
-        if self.endgame is not None and len(self.endgame.rows(np.asarray(obs["observation"])[None], masks)):
-            return self.endgame.act(obs["observation"], masks[0])
+        if self.endgame is not None:
+            observation = np.asarray(obs["observation"])
+            self._check_encoding(observation)
+            if len(self.endgame.rows(observation[None], masks)):
+                return self.endgame.act(observation, masks[0])
         # The policy's action logits, masked here: the same choice as SB3's masked
         # predict(), without its distribution objects, sampling with this agent's seeded RNG.
         logits = self.logits(obs["observation"])[None]  # one row's forward pass, as it always was
@@ -505,23 +527,20 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
         ...     load_agent_metadata(folder)["endgame"]
         {'hand_at_most': 2, 'search': 'search:worlds=16'}
     """
-    if type(hand_at_most) is not int or hand_at_most < 1:
-        raise ValueError(f"hand_at_most must be a positive int (tiles held), got {hand_at_most!r}")
-    if not isinstance(search, str) or search.partition(":")[0] != "search":
-        raise ValueError(f"an endgame is played by a search: its spec is 'search' or 'search:...', got {search!r}")
     target = Path(out)
+    settings = {"hand_at_most": hand_at_most, "search": search}
+    check_endgame(settings, str(target / AGENT_JSON))
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"{target} already exists and is not an empty folder: the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if ENDGAME in metadata:
         raise ValueError(f"{source} already hands its endgame to {metadata[ENDGAME]['search']!r}")
-    metadata[ENDGAME] = {"hand_at_most": hand_at_most, "search": search}
-    with replace_folder(target) as temporary:  # checked as it will load, before it takes out's place
-        (temporary / AGENT_JSON).write_text(json.dumps(metadata, indent=2) + "\n")
+    _EndgameSearch(
+        settings, Rules.from_dict(metadata["rules"]), metadata["observation"], target
+    )  # builds, or names why not
+    with replace_folder(target) as temporary:
+        (temporary / AGENT_JSON).write_text(json.dumps({**metadata, ENDGAME: settings}, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
-        _EndgameSearch(
-            load_agent_metadata(temporary)[ENDGAME], Rules.from_dict(metadata["rules"]), metadata["observation"], out
-        )
     return target
 
 
@@ -532,20 +551,30 @@ class _EndgameSearch:
     move decides many points, and a search plays them better than a network; it is also cheap
     then, its playouts short. Its worlds are drawn from a seed derived from the observation, so
     the agent's move stays a function of the observation alone (``deterministic``: the arena
-    may ask it for many games at once)."""
+    may ask it for many games at once). The search keeps state (its generator, its batches), so
+    an agent with an endgame plays in one thread at a time."""
 
     def __init__(self, settings: dict[str, Any], rules: Rules, reads: str, path: str | Path) -> None:
         from block_env.agents import make_agent  # the spec parser lives in the package above
+        from block_env.agents.search import SearchAgent
 
         self.hand_at_most = settings["hand_at_most"]
-        self.search = make_agent(settings["search"], rules)
+        where = f"{Path(path) / AGENT_JSON}: endgame search {settings['search']!r}"
+        try:
+            search = make_agent(settings["search"], rules)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        assert isinstance(search, SearchAgent)  # check_endgame took a "search" spec
+        self.search = search
+        if search.engine != "batched":  # it decides by search_moves
+            raise ValueError(f"{where} must run on the batched engine")
         mine = layout_for(rules, reads)
         try:  # the search reads its encoding's columns of the agent's observation
             self.columns = layout_for(rules, self.search.observation).columns_in(mine)
         except ValueError:
             raise ValueError(
-                f"{Path(path) / AGENT_JSON}: endgame search {settings['search']!r} reads the "
-                f"{self.search.observation!r} encoding, which the agent's {reads!r} observations do not hold"
+                f"{where} reads the {self.search.observation!r} encoding, which the agent's {reads!r} "
+                "observations do not hold"
             ) from None
         self.hand_count = mine.slices["hand_counts"].start  # relative seat 0: the observer
 

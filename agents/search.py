@@ -185,19 +185,23 @@ class SearchAgent(Agent):
         # agent does; "heuristic" as the strategic agent's first terms.
         self._weights = GREEDY_WEIGHTS if playout == "greedy" else PLAYOUT_WEIGHTS.move_weights
         self._batches: dict[int, BatchedGames] = {}
-        self._greedy = CompiledPolicies.build([greedy_rank(self.rules)], self.rules.tile_set.num_actions)
+        ranked = playout == "greedy" and self.epsilon == 0 and leaf == "end"  # played out in one compiled call
+        self._greedy = (
+            CompiledPolicies.build([greedy_rank(self.rules)], self.rules.tile_set.num_actions) if ranked else None
+        )
         self._encode = batch_encoder(self.rules, self.guide.observation) if self.guide is not None else None
 
     @staticmethod
     def _trained_prior(spec: str, rules: Rules, seed: int | None) -> PolicyAgent:
         """The trained agent a guided search reads (its moves, network and value head)."""
-        from block_env.agents import make_agent  # the spec parser lives in the package above
+        from block_env.agents import parse_spec  # the spec parser lives in the package above
 
-        agent = make_agent(spec, rules, seed)
-        if not isinstance(agent, PolicyAgent):
+        name, options = parse_spec(spec)  # an unknown pretrained agent is named there
+        if name != "policy":
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
-        if agent.endgame is not None:  # the prior is its network: no search inside the search
-            agent = agent.network_only()
+        agent = PolicyAgent(
+            rules, seed, path=options["path"], endgame=False
+        )  # its network: no search inside the search
         if agent.observation not in PRIOR_ENCODINGS:
             raise ValueError(
                 f"search prior {spec!r} reads the {agent.observation!r} encoding; a search's prior reads one of "
@@ -305,7 +309,7 @@ class SearchAgent(Agent):
         first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
         playing = np.flatnonzero(~games.over)
-        if self.playout == "greedy" and self.epsilon == 0 and until_seat is None:
+        if self._greedy is not None:
             # Greedy without random moves is a fixed rank of the actions: the engine's compiled
             # loop plays it to the round's end in one call, with the same moves.
             rest = play_out_ranked(games, playing, self._greedy)
@@ -340,9 +344,8 @@ class SearchAgent(Agent):
         def per_game(facts: list | np.ndarray) -> np.ndarray:  # each view's facts, once per game of its block
             return np.repeat(np.asarray(facts), sizes, axis=0)
 
-        def position_fact(
-            facts: list,
-        ) -> np.ndarray:  # one decision's games share its facts: set_positions broadcasts them
+        # One decision's games share its facts: set_positions broadcasts them.
+        def position_fact(facts: list) -> np.ndarray:
             return np.asarray(facts[0]) if len(views) == 1 else per_game(facts)
 
         record = None

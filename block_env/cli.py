@@ -459,7 +459,7 @@ def _add_endgame(sub: Any) -> None:
         "--hand-at-most",
         type=int,
         default=3,
-        help="the search decides once the agent holds this many tiles or fewer (default: %(default)s)",
+        help="the search decides once the agent holds this many tiles or fewer, 2 or more (default: %(default)s)",
     )
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_endgame)

@@ -722,7 +722,7 @@ def test_an_agent_with_an_endgame_search_plays_its_late_decisions_by_that_search
     over many rows: the same moves), network_only() and a search guided by it read the
     network alone."""
     from block_env.agents import PRETRAINED_DIR, SearchAgent
-    from block_env.agents.policy import add_endgame_search, load_agent_metadata
+    from block_env.agents.policy import PolicyAgent, add_endgame_search, load_agent_metadata
     from block_env.observations import tracked_layout
 
     rules = Rules.preset("partnership")
@@ -752,28 +752,38 @@ def test_an_agent_with_an_endgame_search_plays_its_late_decisions_by_that_search
     assert late > 20 and searched_differently > 0
     batched = agent.act_batch(np.array(rows), np.array(masks))
     assert batched.tolist() == [agent.act({"observation": o, "action_mask": m}) for o, m in zip(rows, masks)]
+    # A sampling agent draws only for the network's rows, in order, in a batch as one by one.
+    samplers = [PolicyAgent(rules, seed=5, path=out, deterministic=False) for _ in range(2)]
+    assert not samplers[0].deterministic
+    one_by_one = [samplers[0].act({"observation": o, "action_mask": m}) for o, m in zip(rows, masks)]
+    assert samplers[1].act_batch(np.array(rows), np.array(masks)).tolist() == one_by_one
     guided = SearchAgent(rules, seed=0, worlds=4, prior=f"policy:{out}", playout="policy")
     assert guided.guide is not None and guided.guide.endgame is None  # no search inside the search
 
 
 def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path):
-    """A bad hand count, a spec that is not a search, a search reading an encoding the agent's
+    """A bad hand count (one tile held is never searched), a spec that is not a search, a bad
+    search option, a search off the batched engine or reading an encoding the agent's
     observations do not hold, a folder that holds files (left as it was) and an agent that
-    already has an endgame are refused by name; so is a malformed endgame in agent.json."""
+    already has an endgame are refused by name, nothing written; so is a malformed endgame in
+    agent.json."""
     from block_env.agents import PRETRAINED_DIR
     from block_env.agents.policy import add_endgame_search, load_agent_metadata
 
     source = PRETRAINED_DIR / "partnership"
-    for hand in (0, -1, 2.5, True):
-        with pytest.raises(ValueError, match="hand_at_most must be a positive int"):
-            add_endgame_search(source, tmp_path / "x", ENDGAME_SEARCH, hand)
-    with pytest.raises(ValueError, match="an endgame is played by a search.*got 'greedy'"):
-        add_endgame_search(source, tmp_path / "x", "greedy", 3)
+    out = tmp_path / "new" / "x"
+    for hand in (1, 0, -1, 2.5, True):
+        with pytest.raises(ValueError, match=r"x/agent.json: endgame must be .*'hand_at_most': "):
+            add_endgame_search(source, out, ENDGAME_SEARCH, hand)
+    with pytest.raises(ValueError, match="endgame must be .*'search': 'greedy'"):
+        add_endgame_search(source, out, "greedy", 3)
     with pytest.raises(ValueError, match="reads the 'history' encoding, which the agent's 'tracked' observations"):
-        add_endgame_search(source, tmp_path / "x", "search:prior=pretrained:partnership,belief=prior", 3)
-    with pytest.raises(ValueError, match="bad options for agent 'search'"):
-        add_endgame_search(source, tmp_path / "x", "search:wrlds=3", 3)
-    assert not (tmp_path / "x").exists()
+        add_endgame_search(source, out, "search:prior=pretrained:partnership,belief=prior", 3)
+    with pytest.raises(ValueError, match=r"endgame search 'search:wrlds=3': bad options for agent 'search'"):
+        add_endgame_search(source, out, "search:wrlds=3", 3)
+    with pytest.raises(ValueError, match="endgame search 'search:engine=scalar' must run on the batched engine"):
+        add_endgame_search(source, out, "search:engine=scalar", 3)
+    assert not (tmp_path / "new").exists()
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")
     with pytest.raises(ValueError, match="taken already exists and is not an empty folder"):
@@ -785,7 +795,7 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     metadata = json.loads((once / "agent.json").read_text())
     for bad in (
         {"hand_at_most": 3},
-        {"hand_at_most": 0, "search": "search"},
+        {"hand_at_most": 1, "search": "search"},
         {"hand_at_most": 3, "search": "greedy"},
         [],
     ):
