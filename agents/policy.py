@@ -13,7 +13,7 @@ import shutil
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 from numba import njit
@@ -544,6 +544,18 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
     return target
 
 
+class _Search(Protocol):
+    """What an endgame reads of its search (agents/search.py's SearchAgent, which imports this
+    module, so it is not imported here)."""
+
+    engine: str
+    observation: str
+
+    def reset(self, seed: int | None = None) -> None: ...
+
+    def search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[Any]: ...
+
+
 class _EndgameSearch:
     """The search a policy agent hands its late decisions to (agent.json's ``endgame``): every
     decision with two or more legal moves once the agent holds ``hand_at_most`` tiles or fewer
@@ -556,15 +568,13 @@ class _EndgameSearch:
 
     def __init__(self, settings: dict[str, Any], rules: Rules, reads: str, path: str | Path) -> None:
         from block_env.agents import make_agent  # the spec parser lives in the package above
-        from block_env.agents.search import SearchAgent
 
         self.hand_at_most = settings["hand_at_most"]
         where = f"{Path(path) / AGENT_JSON}: endgame search {settings['search']!r}"
-        try:
-            search = make_agent(settings["search"], rules)
+        try:  # check_endgame took a "search" spec: a SearchAgent
+            search = cast(_Search, make_agent(settings["search"], rules))
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
-        assert isinstance(search, SearchAgent)  # check_endgame took a "search" spec
         self.search = search
         if search.engine != "batched":  # it decides by search_moves
             raise ValueError(f"{where} must run on the batched engine")
