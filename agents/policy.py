@@ -329,6 +329,13 @@ def average_actors(policy: Any, activation: str, members: Sequence[tuple[str, Po
     policy.load_state_dict(state)
 
 
+def _check_new_folder(target: Path, why: str) -> None:
+    """ValueError unless ``target`` is absent or an empty folder (``why``: what writes it),
+    so that nothing already there is lost."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ValueError(f"{target} already exists and is not an empty folder: {why}")
+
+
 def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Path:
     """Write to ``out`` (a folder that does not exist yet, or is empty) an agent whose policy
     is the weight average of the agent folders' (:func:`average_actors`); its value head, and
@@ -347,8 +354,7 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     if len(folders) < 2:
         raise ValueError(f"averaging needs two agent folders at least, got {len(folders)}")
     target = Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise ValueError(f"{target} already exists and is not an empty folder: averaging writes a new agent folder")
+    _check_new_folder(target, "averaging writes a new agent folder")
     first = load_agent_metadata(folders[0])
     rules = Rules.from_dict(first["rules"])
     agents = [(str(folder), PolicyAgent(rules, observation=first["observation"], path=folder)) for folder in folders]
@@ -530,14 +536,12 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
     target = Path(out)
     settings = {"hand_at_most": hand_at_most, "search": search}
     check_endgame(settings, str(target / AGENT_JSON))
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise ValueError(f"{target} already exists and is not an empty folder: the agent is written to a new folder")
+    _check_new_folder(target, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if ENDGAME in metadata:
         raise ValueError(f"{source} already hands its endgame to {metadata[ENDGAME]['search']!r}")
-    _EndgameSearch(
-        settings, Rules.from_dict(metadata["rules"]), metadata["observation"], target
-    )  # builds, or names why not
+    # Built once here, as the agent will build it: a search that cannot be names why before any write.
+    _EndgameSearch(settings, Rules.from_dict(metadata["rules"]), metadata["observation"], target)
     with replace_folder(target) as temporary:
         (temporary / AGENT_JSON).write_text(json.dumps({**metadata, ENDGAME: settings}, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
