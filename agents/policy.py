@@ -501,7 +501,7 @@ class PolicyAgent(Agent):
         if self.endgame is not None:
             observation = np.asarray(obs["observation"])
             self._check_encoding(observation)
-            if len(self.endgame.rows(observation[None], masks)):
+            if self.endgame.decides(observation, masks[0]):
                 return self.endgame.act(observation, masks[0])
         # The policy's action logits, masked here: the same choice as SB3's masked
         # predict(), without its distribution objects, sampling with this agent's seeded RNG.
@@ -592,11 +592,20 @@ class _EndgameSearch:
             ) from None
         self.hand_count = mine.slices["hand_counts"].start  # relative seat 0: the observer
 
+    def _searched(self, held: Any, legal_moves: Any) -> Any:
+        """Whether the search decides (arrays or scalars): two or more legal moves, at most
+        ``hand_at_most`` tiles held, and two at least (a seat's last tile dominoes on either
+        end: nothing to search)."""
+        return (held <= self.hand_at_most) & (held >= 2) & (legal_moves > 1)
+
     def rows(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """The rows the search decides: two or more legal moves, at most ``hand_at_most`` tiles
-        held, and two at least (a seat's last tile dominoes on either end: nothing to search)."""
-        held = observations[:, self.hand_count]
-        return np.flatnonzero((held <= self.hand_at_most) & (held >= 2) & (masks.sum(axis=1) > 1))
+        """The rows of a batch the search decides."""
+        return np.flatnonzero(self._searched(observations[:, self.hand_count], masks.sum(axis=1)))
+
+    def decides(self, observation: np.ndarray, mask: np.ndarray) -> bool:
+        """Whether the search decides one position: :meth:`rows` in scalars, which every
+        decision of the agent pays for."""
+        return bool(self._searched(float(observation[self.hand_count]), int(np.count_nonzero(mask))))
 
     def act(self, observation: np.ndarray, mask: np.ndarray) -> int:
         seen = np.ascontiguousarray(observation, dtype=np.float32)

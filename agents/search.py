@@ -11,7 +11,7 @@ from block_env.agents.policy import PolicyAgent
 from block_env.agents.scripted import GREEDY_WEIGHTS, StrategicAgent, StrategyWeights, greedy_rank, move_score
 from block_env.agents.search_belief import move_log_likelihoods
 from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_out, play_out_ranked
-from block_env.batched import BatchedGames, CompiledPolicies
+from block_env.batched import BatchedGames, CompiledPolicies, mask_bits
 from block_env.engine import PublicView, Round
 from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
@@ -306,17 +306,16 @@ class SearchAgent(Agent):
         hands = np.concatenate([np.repeat(w, len(moves), axis=0) for w, moves in zip(worlds, legal)])
         self._lay_out(games, views, hands, sizes, histories)
         moves = np.concatenate([np.tile(np.array(m, dtype=np.int64), len(w)) for w, m in zip(worlds, legal)])
-        first = games.step(moves, check=False)
         until_seat = 0 if self.leaf == "value" else None  # I am seat 0 of every world
-        playing = np.flatnonzero(~games.over)
         if self._greedy is not None:
             # Greedy without random moves is a fixed rank of the actions: the engine's compiled
-            # loop plays it to the round's end in one call, with the same moves.
-            rest = play_out_ranked(games, playing, self._greedy)
+            # loop plays each move and the round after it to the end in one call, with the same moves.
+            ended = [play_out_ranked(games, games.all_games, self._greedy, first_moves=moves)]
         else:
-            rest = play_out(games, playing, self._playout_moves(games), until_seat)
+            first = games.step(moves, check=False)
+            ended = [first, play_out(games, np.flatnonzero(~games.over), self._playout_moves(games), until_seat)]
         value = np.zeros(games.num_games)
-        for results in (first, rest):
+        for results in ended:
             value[results.games] = results.side_values("zero_sum")[:, 0]  # my side is side 0
         if until_seat is not None:  # the worlds still in play: the value head, from my seat
             assert self.guide is not None and self._encode is not None
@@ -360,7 +359,7 @@ class SearchAgent(Agent):
         games.set_positions(
             hands,
             ends=position_fact([(r.left, r.right) for r in positions]),  # -1 for an empty line
-            played=position_fact([[r.played >> i & 1 for i in range(num_tiles)] for r in positions]).astype(bool),
+            played=position_fact([mask_bits(r.played, num_tiles) for r in positions]),
             current=position_fact([r.current for r in positions]),
             leader=position_fact([r.leader for r in positions]),
             passes=position_fact([r.passes for r in positions]),

@@ -38,11 +38,15 @@ def play_out(
     return BatchResults.concatenate(results, t.num_players, t.num_sides)
 
 
-def play_out_ranked(batch: BatchedGames, games: np.ndarray, policy: CompiledPolicies) -> BatchResults:
+def play_out_ranked(
+    batch: BatchedGames, games: np.ndarray, policy: CompiledPolicies, first_moves: np.ndarray | None = None
+) -> BatchResults:
     """Play every game in ``games`` to the end of its round, every seat playing the highest-ranked
     legal move of ``policy``'s first row (the first on ties: as a scripted chooser without
     random moves), the whole playout in one call of the engine's compiled loop rather than a
-    step per move: what :func:`play_out` does with such a chooser, in a fraction of the time."""
+    step per move: what :func:`play_out` does with such a chooser, in a fraction of the time.
+    ``first_moves[j]`` (legal moves, unchecked), if given, is played in ``games[j]`` first: a
+    search's move in each of its worlds."""
     active = np.asarray(games, dtype=np.int64)
     n, num_players = batch.num_games, batch.tables.num_players
     no_learner = np.full(n, -1, dtype=np.int64)  # no seat stops the loop for a decision
@@ -53,6 +57,8 @@ def play_out_ranked(batch: BatchedGames, games: np.ndarray, policy: CompiledPoli
         policy,
         np.zeros(n, dtype=np.uint64),  # no random draws: a ranked policy never draws
         skip_forced=False,
+        first_moves=first_moves,
+        check=False,
     )
     return results
 

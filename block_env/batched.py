@@ -378,20 +378,31 @@ class BatchedGames:
         policies: CompiledPolicies,
         streams: np.ndarray,
         skip_forced: bool,
+        first_moves: np.ndarray | None = None,
+        check: bool = True,
     ) -> tuple[np.ndarray, BatchResults]:
         """Play each game in ``games`` in compiled code until the seat ``learners[g]`` must
         decide (DECISION; with ``skip_forced`` its forced moves are played too), a round ends
         (ROUND_OVER) or a seat whose policy index ``seat_policies[g, seat]`` is -1 is to move
         (EXTERNAL: the caller moves it). The other seats play ``policies``; uniform ones draw
-        from ``streams[g]`` (uint64, advanced in place). Returns each game's status and the
-        results of the rounds that ended. The vector env's scripted opponents run here."""
+        from ``streams[g]`` (uint64, advanced in place). ``first_moves[j]``, if given, is played
+        in game ``games[j]`` before anything else, by whichever seat is to move (ValueError as
+        :meth:`step`'s unless ``check`` is False). Returns each game's status and the results
+        of the rounds that ended. The vector env's scripted opponents run here, and a search's
+        playouts of its moves."""
         g = np.asarray(games, dtype=np.int64)
         t = self.tables
+        if first_moves is None:
+            first = np.full(len(g), -1, dtype=np.int64)
+        else:
+            first = np.asarray(first_moves, dtype=np.int64)
+            if check:
+                self.check_actions(first, g)
         out = BatchResults.empty(len(g), t.num_players, t.num_sides)
         status = np.empty(len(g), dtype=np.int64)
         ended = _move_kernel(
             g,
-            g,
+            first,
             True,
             learners,
             bool(skip_forced),
@@ -430,13 +441,12 @@ class BatchedGames:
         num_moves), (N, K) action ids and (N, K) seats, oldest first, of which each game's first
         ``num_moves`` (N,) count (what a "tracked" observation reads); None: records start empty."""
         t = self.tables
-        owner = np.full((self.num_games, t.num_tiles), OUT_OF_PLAY, dtype=np.int8)
-        for seat in range(t.num_players):
-            owner[hands[:, seat]] = seat
-        owner[np.broadcast_to(played, owner.shape)] = PLAYED
+        shape = (self.num_games, t.num_tiles)
+        hands = np.asarray(hands, dtype=bool)
+        if hands.shape != (self.num_games, t.num_players, t.num_tiles):
+            raise ValueError(f"hands must have shape {(self.num_games, t.num_players, t.num_tiles)}, got {hands.shape}")
+        _owner_kernel(hands, np.broadcast_to(np.asarray(played, dtype=bool), shape), self.owner, self.counts)
         line_ends = np.asarray((-1, -1) if ends is None else ends)
-        self.owner[:] = owner
-        self.counts[:] = hands.sum(axis=2)
         self.left[:], self.right[:] = line_ends[..., 0], line_ends[..., 1]
         self.current[:] = current
         self.leader[:] = leader
@@ -647,6 +657,35 @@ def _deal_kernel(
         over[g] = False
 
 
+def mask_bits(mask: int, width: int) -> np.ndarray:
+    """(width,) bool: bit i of the int bitmask ``mask`` (a set of tiles or suits) at index i.
+
+    Examples:
+        >>> mask_bits(0b1011, 5).tolist()
+        [True, True, False, True, False]
+    """
+    raw = np.frombuffer(mask.to_bytes((width + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, count=width, bitorder="little").view(bool)
+
+
+@njit(cache=True, nogil=True)
+def _owner_kernel(hands, played, owner, counts):  # pragma: no cover - compiled
+    """owner[g, t]: the seat whose ``hands[g]`` row holds tile t (the last, should two), PLAYED
+    where ``played[g, t]``, else OUT_OF_PLAY; counts[g, s]: the tiles ``hands[g, s]`` holds.
+    One pass in compiled code: a search lays out its worlds at every decision."""
+    num_players, num_tiles = hands.shape[1], hands.shape[2]
+    for g in range(hands.shape[0]):
+        for s in range(num_players):
+            counts[g, s] = 0
+        for t in range(num_tiles):
+            code = OUT_OF_PLAY
+            for s in range(num_players):
+                if hands[g, s, t]:
+                    code = s
+                    counts[g, s] += 1
+            owner[g, t] = PLAYED if played[g, t] else code
+
+
 @njit(cache=True, nogil=True)
 def _move_kernel(
     games, actions, choose, learners, skip_forced, seat_policies, ranks, uniform, streams, status, state, constants, out
@@ -656,7 +695,8 @@ def _move_kernel(
     returns how many ended. Every rule of a move is written once, here, for both callers:
 
     - ``choose`` False (:meth:`BatchedGames.step`): one move per game, ``actions[j]``;
-    - ``choose`` True (:meth:`BatchedGames.play_until_decision`): moves until the seat
+    - ``choose`` True (:meth:`BatchedGames.play_until_decision`): ``actions[j]`` first where
+      it is not -1 (a search's move in a sampled world), then moves until the seat
       ``learners[g]`` must decide (``status[j]`` DECISION; with ``skip_forced`` its forced
       moves are played), the round ends (ROUND_OVER) or a seat without a compiled policy
       (``seat_policies[g, seat]`` -1) is to move (EXTERNAL). A compiled policy plays the
@@ -717,8 +757,9 @@ def _move_kernel(
     ended = 0
     for j in range(len(games)):
         g = games[j]
+        given = actions[j]  # the move to play, or (choose) the first one: -1 for none
         while True:
-            if choose:
+            if choose and given < 0:
                 seat = current[g]
                 count = _legal_row(g, owner, left, right, current, forced, low, high, row)
                 policy = -1  # the learner's forced move: the only legal action
@@ -747,7 +788,7 @@ def _move_kernel(
                         if row[b] and rank > best:
                             best, a = rank, b
             else:
-                a = actions[j]
+                a, given = given, -1
             seat = current[g]
             end_l, end_r = left[g], right[g]
             m = num_moves[g]

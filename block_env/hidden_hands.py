@@ -6,11 +6,14 @@ passed on. The determinizations of the search agents and the resampler of the Op
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from numba import njit
 
-from block_env.batched import shuffle_in_place
+from block_env.batched import mask_bits, shuffle_in_place
 from block_env.rules import Rules
+from block_env.tiles import tile_set
 
 
 def sample_hidden_hands(
@@ -43,13 +46,12 @@ def sample_hidden_hands(
     ts = rules.tile_set
     n = rules.num_players
     hands = np.zeros((worlds, n, ts.num_tiles), dtype=bool)
-    hands[:, 0, [i for i in range(ts.num_tiles) if hand >> i & 1]] = True
-    tile_suits = np.array([(1 << a) | (1 << b) for a, b in ts.tiles], dtype=np.int64)
+    hands[:, 0] = mask_bits(hand, ts.num_tiles)
     order = np.array(sorted(range(1, n), key=lambda r: -voids[r].bit_count()), dtype=np.int64)
     streams = np.random.default_rng(seed).integers(0, 2**63, size=worlds, dtype=np.uint64)
     _sample_hands_kernel(
-        np.array([i for i in range(ts.num_tiles) if unseen >> i & 1], dtype=np.int64),
-        tile_suits,
+        np.flatnonzero(mask_bits(unseen, ts.num_tiles)),
+        _tile_suits(ts.max_pip),
         order,
         np.array(voids, dtype=np.int64),
         np.array(hand_counts, dtype=np.int64),
@@ -58,6 +60,12 @@ def sample_hidden_hands(
         hands,
     )
     return hands
+
+
+@cache
+def _tile_suits(max_pip: int) -> np.ndarray:
+    """Each tile's suits as a bitmask (one bit per half), for the double-``max_pip`` set."""
+    return np.array([(1 << a) | (1 << b) for a, b in tile_set(max_pip).tiles], dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)

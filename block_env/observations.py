@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from block_env.batched import PLAYED, BatchedGames, ends_after_move
+from block_env.batched import PLAYED, BatchedGames, ends_after_move, mask_bits
 from block_env.engine import PublicView, Round
 from block_env.options import ENCODINGS
 from block_env.rules import Rules, resolve_rules
@@ -300,8 +300,7 @@ def _set_bits(row: np.ndarray, mask: int) -> None:
 
 def _unpack_into(buf: np.ndarray, bits: int, count: int) -> None:
     """buf[:count] = the low ``count`` bits of ``bits``, least significant first."""
-    raw = np.frombuffer(bits.to_bytes((count + 7) // 8, "little"), dtype=np.uint8)
-    buf[:count] = np.unpackbits(raw, count=count, bitorder="little")
+    buf[:count] = mask_bits(bits, count)
 
 
 class Encoder:
