@@ -511,14 +511,17 @@ def test_search_decides_many_games_in_one_batch_as_it_decides_each_alone(preset)
         )
 
 
+@pytest.mark.parametrize("given_first", [False, True])
 @pytest.mark.parametrize("preset", ["standard", "partnership"])
-def test_ranked_playouts_in_one_compiled_call_end_as_the_move_by_move_greedy_playouts(preset):
+def test_ranked_playouts_in_one_compiled_call_end_as_the_move_by_move_greedy_playouts(preset, given_first):
     """play_out_ranked (a greedy search without random moves plays its worlds out so) ends
     every game with the same result and the same tiles left as play_out with the compiled
-    greedy chooser, one step per move, from the same mid-round positions."""
+    greedy chooser, one step per move, from the same mid-round positions; with
+    ``first_moves`` (a search's move in each world), as that move stepped first and then the
+    move-by-move playout."""
     from block_env.agents.scripted import GREEDY_WEIGHTS, greedy_rank
     from block_env.agents.search_playouts import heuristic_moves, play_out, play_out_ranked
-    from block_env.batched import BatchedGames, CompiledPolicies
+    from block_env.batched import BatchedGames, BatchResults, CompiledPolicies
 
     rules = Rules.preset(preset)
     stepped, ranked = BatchedGames(rules, 64, seed=3), BatchedGames(rules, 64, seed=3)
@@ -530,8 +533,14 @@ def test_ranked_playouts_in_one_compiled_call_end_as_the_move_by_move_greedy_pla
         for games in (stepped, ranked):
             games.step(moves, live)
     live = np.flatnonzero(~stepped.over)
-    a = play_out(stepped, live, heuristic_moves(stepped, GREEDY_WEIGHTS, 0.0, seed=1))
-    b = play_out_ranked(ranked, live, CompiledPolicies.build([greedy_rank(rules)], rules.tile_set.num_actions))
+    policy = CompiledPolicies.build([greedy_rank(rules)], rules.tile_set.num_actions)
+    first, ended_first = None, []
+    if given_first:  # the last legal move, which the greedy rank would not always choose
+        first = np.array([np.flatnonzero(m)[-1] for m in stepped.legal_mask(live)])
+        ended_first = [stepped.step(first, live)]
+    rest = play_out(stepped, live[~stepped.over[live]], heuristic_moves(stepped, GREEDY_WEIGHTS, 0.0, seed=1))
+    a = BatchResults.concatenate([*ended_first, rest], rules.num_players, rules.num_sides)
+    b = play_out_ranked(ranked, live, policy, first_moves=first)
     order_a, order_b = np.argsort(a.games), np.argsort(b.games)
     assert len(a.games) == len(live) and np.array_equal(a.games[order_a], b.games[order_b])
     assert np.array_equal(a.side_values("zero_sum")[order_a], b.side_values("zero_sum")[order_b])

@@ -238,3 +238,42 @@ def test_compiled_play_makes_legal_moves_and_scores_as_the_scalar_engine(preset)
                 result = rnd.step(int(games.moves[g, m]))
             assert result is not None and results.result(j) == result
         games.advance(results.games)
+
+
+def test_first_moves_play_before_the_compiled_policies_and_bad_input_is_refused():
+    """play_until_decision's ``first_moves`` are played first, by whichever seat is to move,
+    as a step of them would; an illegal one is refused naming its game, before anything
+    moves. set_positions refuses hands of the wrong shape."""
+    from block_env.agents import GreedyAgent
+    from block_env.batched import ROUND_OVER, CompiledPolicies
+
+    rules = PRESETS["standard"]
+    n = 12
+    policies = CompiledPolicies.build([GreedyAgent(rules).compiled_policy], rules.tile_set.num_actions)
+    seat_policies = np.zeros((n, rules.num_players), dtype=np.int64)
+    streams = np.zeros(n, dtype=np.uint64)
+    given, stepped = BatchedGames(rules, n, seed=5), BatchedGames(rules, n, seed=5)
+    first = np.array([np.flatnonzero(m)[-1] for m in given.legal_mask()])
+    stepped.step(first)
+    for games, moves in ((given, first), (stepped, None)):
+        status, _ = games.play_until_decision(
+            games.all_games, np.full(n, -1), seat_policies, policies, streams, skip_forced=False, first_moves=moves
+        )
+        assert (status == ROUND_OVER).all()
+    assert np.array_equal(given.moves, stepped.moves) and np.array_equal(given.owner, stepped.owner)
+
+    fresh = BatchedGames(rules, n, seed=5)
+    bad = first.copy()
+    bad[3] = int(np.flatnonzero(~fresh.legal_mask(np.array([3]))[0])[0])
+    before = fresh.owner.copy()
+    with pytest.raises(ValueError, match="game 3"):
+        fresh.play_until_decision(
+            fresh.all_games, np.full(n, -1), seat_policies, policies, streams, skip_forced=False, first_moves=bad
+        )
+    assert np.array_equal(fresh.owner, before) and (fresh.num_moves == 0).all()
+    with pytest.raises(ValueError, match="hands must have shape"):
+        fresh.set_positions(
+            np.zeros((n, 3, rules.tile_set.num_tiles), dtype=bool),
+            ends=None, played=np.zeros(rules.tile_set.num_tiles, dtype=bool), current=0, leader=0, passes=0,
+            voids=np.zeros(rules.num_players, dtype=np.int64),
+        )  # fmt: skip
