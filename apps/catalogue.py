@@ -213,7 +213,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:partnership",
+            "pretrained:partnership_average",
             "Network",
             "strong",
             "the shipped network: the four rounds' networks averaged weight by weight, each taught by a search that reads all players' moves",
@@ -224,13 +224,13 @@ _CATALOGUE: dict[str, list[Opponent]] = {
         ),
         *_PARTNERSHIP_LADDER[3:],  # search is stronger than the partnership networks
         Opponent(
-            "pretrained:partnership_endgame",
+            "pretrained:partnership",
             "Network + endgame",
             "very strong",
             "the shipped network, handing its last three tiles' moves to a quick search",
             (
                 Measured("+0.68 (+0.51 .. +0.86)", "search", 16000, RESULTS),
-                Measured("+0.46 (+0.32 .. +0.61)", "pretrained:partnership", 8000, RESULTS),
+                Measured("+0.46 (+0.32 .. +0.61)", "pretrained:partnership_average", 8000, RESULTS),
             ),
         ),
         Opponent(
@@ -249,7 +249,7 @@ DEFAULTS = {
     "standard": "pretrained:standard",
     "standard_3p": "pretrained:standard_3p",
     "standard_4p": "pretrained:standard_4p",
-    "partnership": "pretrained:partnership_endgame",
+    "partnership": "pretrained:partnership",
 }
 DEFAULT = "strategic"
 #: The line under the picker: what every figure means.

@@ -5,7 +5,7 @@ chooses the teacher's best move and how many points a decision its move is worth
 best one, by the teacher's own values.
 
     python benchmarks/endgame_gap.py --decisions runs/partnership_many_worlds_holdout/teacher_decisions.npz \
-        --agents pretrained:partnership search [--per-hand 600] [--markdown out.md]
+        --agents pretrained:partnership_average pretrained:partnership search [--per-hand 600] [--markdown out.md]
 
 Agents read the decisions' encoding ("tracked" or "vector" runs) or one it holds; the teacher's
 best is the highest of its noisy estimates, so every agent's loss is read against the same

@@ -10,7 +10,7 @@ positions and scored on the last 10% (nats a hidden tile; lower knows more):
 A search that infers the hands from the moves beats one that does not by a wide margin; a
 policy whose hidden layer reads no better than the counts has not learned that inference.
 
-    python benchmarks/hand_reading.py --agent pretrained:partnership --rules partnership \
+    python benchmarks/hand_reading.py --agent pretrained:partnership_average --rules partnership \
         --positions 200000 [--markdown out.md]
 """
 
@@ -93,7 +93,7 @@ def counts_loss(observations: np.ndarray, places: np.ndarray, unseen: np.ndarray
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--agent", default="pretrained:partnership")
+    parser.add_argument("--agent", default="pretrained:partnership_average")
     parser.add_argument("--rules", default="partnership")
     parser.add_argument("--positions", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=0)

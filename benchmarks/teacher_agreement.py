@@ -6,7 +6,7 @@ and its self-agreement bounds what any student can match.
 
     python benchmarks/teacher_agreement.py --rules partnership --positions 200 \
         --teacher "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0" \
-        --students pretrained:partnership [--markdown out.md]
+        --students pretrained:partnership_average [--markdown out.md]
 """
 
 from __future__ import annotations

@@ -19,4 +19,4 @@ ladder standard_3p 300 20261209 "search:prior=pretrained:standard_3p_vector,play
 ladder standard_4p 200 20261210 "search:prior=pretrained:standard_4p_vector,belief=prior,confidence=0" \
   pretrained:standard_4p_vector pretrained:standard_4p
 ladder partnership 200 20261211 "search:prior=pretrained:partnership_third,playout=policy,belief=prior,confidence=0,worlds=48" \
-  pretrained:partnership_tracked pretrained:partnership_third pretrained:partnership pretrained:partnership_endgame
+  pretrained:partnership_tracked pretrained:partnership_third pretrained:partnership_average pretrained:partnership

@@ -19,6 +19,12 @@ from block_env.options import ENCODINGS
 SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4", "search:worlds=4,engine=scalar"]
 
 
+def shipped_network(preset: str) -> str:
+    """The shipped network that plays ``preset`` alone (``pretrained:partnership`` hands its
+    endgame to a search; ``pretrained:partnership_average`` is its network)."""
+    return "pretrained:partnership_average" if preset == "partnership" else f"pretrained:{preset}"
+
+
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 @pytest.mark.parametrize("observation", ENCODINGS)
 def test_every_agent_plays_only_legal_actions(preset, observation):
@@ -273,7 +279,7 @@ GUIDED = [
     ),
     ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior"),
     ("standard_3p", "search:worlds=4,prior=pretrained:standard_3p,playout=policy"),
-    ("partnership", "search:worlds=4,prior=pretrained:partnership,playout=policy,belief=prior,confidence=0"),
+    ("partnership", "search:worlds=4,prior=pretrained:partnership_average,playout=policy,belief=prior,confidence=0"),
     ("standard", "search:worlds=4,prior=pretrained:standard,playout=policy,belief=prior,playout_temperature=0"),
 ]
 
@@ -355,7 +361,7 @@ def test_a_search_guided_by_a_tracked_prior_writes_who_placed_what_in_its_worlds
     (an infinite confidence) moves as the prior does on the seat's real "tracked"
     observation, at every decision of a match."""
     rules = Rules.preset(preset)
-    prior = f"pretrained:{preset}"
+    prior = shipped_network(preset)
     search = make_agent(f"search:worlds=3,prior={prior},playout=policy,confidence=inf", rules, seed=0)
     alone = make_agent(prior, rules, seed=0)
     assert search.observation == "history" and alone.observation == "tracked"
@@ -410,7 +416,7 @@ def test_a_sampled_world_with_the_rounds_record_is_observed_in_tracked_as_the_re
 
     rules = Rules.preset(preset)
     tracked = batch_encoder(rules, "tracked")
-    search = make_agent(f"search:worlds=3,prior=pretrained:{preset},playout=policy", rules, seed=0)
+    search = make_agent(f"search:worlds=3,prior={shipped_network(preset)},playout=policy", rules, seed=0)
     rng = np.random.default_rng(1)
     for seed in range(4):
         env = raw_env(rules)
@@ -735,11 +741,11 @@ def test_an_agent_with_an_endgame_search_plays_its_late_decisions_by_that_search
     from block_env.observations import tracked_layout
 
     rules = Rules.preset("partnership")
-    out = add_endgame_search(PRETRAINED_DIR / "partnership", tmp_path / "endgame", ENDGAME_SEARCH, 3)
+    out = add_endgame_search(PRETRAINED_DIR / "partnership_average", tmp_path / "endgame", ENDGAME_SEARCH, 3)
     assert load_agent_metadata(out)["endgame"] == {"hand_at_most": 3, "search": ENDGAME_SEARCH}
     agent = make_agent(f"policy:{out}", rules, seed=0)
     again = make_agent(f"policy:{out}", rules, seed=99)
-    network = make_agent("pretrained:partnership", rules)
+    network = make_agent("pretrained:partnership_average", rules)
     assert agent.deterministic and agent.network_only().endgame is None
     hand_count = tracked_layout(rules).slices["hand_counts"].start
     env = raw_env(rules, observation="tracked")
@@ -779,7 +785,7 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     from block_env.agents import PRETRAINED_DIR
     from block_env.agents.policy import add_endgame_search, load_agent_metadata
 
-    source = PRETRAINED_DIR / "partnership"
+    source = PRETRAINED_DIR / "partnership_average"
     out = tmp_path / "new" / "x"
     for hand in (1, 0, -1, 2.5, True):
         with pytest.raises(ValueError, match=r"x/agent.json: endgame must be .*'hand_at_most': "):
@@ -787,7 +793,7 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     with pytest.raises(ValueError, match="endgame must be .*'search': 'greedy'"):
         add_endgame_search(source, out, "greedy", 3)
     with pytest.raises(ValueError, match="reads the 'history' encoding, which the agent's 'tracked' observations"):
-        add_endgame_search(source, out, "search:prior=pretrained:partnership,belief=prior", 3)
+        add_endgame_search(source, out, "search:prior=pretrained:partnership_average,belief=prior", 3)
     with pytest.raises(ValueError, match=r"endgame search 'search:wrlds=3': bad options for agent 'search'"):
         add_endgame_search(source, out, "search:wrlds=3", 3)
     with pytest.raises(ValueError, match="endgame search 'search:engine=scalar' must run on the batched engine"):
@@ -830,7 +836,7 @@ def test_a_policy_agents_last_hidden_layer_is_what_its_action_head_reads():
     another encoding are refused as logits refuses them."""
     from block_env.agents.policy import network_layers
 
-    agent = make_agent("pretrained:partnership", "partnership", seed=0)
+    agent = make_agent("pretrained:partnership_average", "partnership", seed=0)
     env = raw_env("partnership")
     env.reset(seed=2)
     observations = np.stack([env.observe(seat, "tracked")["observation"] for seat in env.possible_agents])

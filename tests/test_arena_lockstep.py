@@ -22,9 +22,9 @@ CASES = [
     ("standard_3p", ("pretrained:standard_3p", "random")),
     ("standard_4p", ("pretrained:standard_4p", "greedy", "random", "strategic")),
     ("standard_4p", ("random", "pretrained:standard_4p")),
-    ("partnership", ("pretrained:partnership_vector", "pretrained:partnership", "random")),
+    ("partnership", ("pretrained:partnership_vector", "pretrained:partnership_average", "random")),
     # A network that hands its last decisions to a search seeded by the observation: batched too.
-    ("partnership", ("pretrained:partnership_endgame", "pretrained:partnership", "greedy")),
+    ("partnership", ("pretrained:partnership", "pretrained:partnership_average", "greedy")),
 ]
 
 

@@ -22,7 +22,7 @@ def test_agents_ship_and_stay_small():
     }
     partnership = {
         "partnership",
-        "partnership_endgame",
+        "partnership_average",
         "partnership_third",
         "partnership_tracked",
         "partnership_belief",

@@ -1333,7 +1333,7 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
     spec.loader.exec_module(bench)
     from block_env.observations import layout_for
 
-    agent = make_agent("pretrained:partnership", "partnership", seed=0)
+    agent = make_agent("pretrained:partnership_average", "partnership", seed=0)
     observations, places = bench.self_play_positions(agent, "partnership", 1, seed=5)
     layout = layout_for(agent.rules, agent.observation)
     unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
