@@ -8,7 +8,8 @@ Two views, made from what the agents already compute and from nothing the seat c
   the others', as the arena counts: the winning side +award, the others -award / (sides - 1))
   with the standard error of that mean, and the share of deals in which the side wins the round.
 - **network**: where a network is shipped for the rules (``pretrained:PRESET``), the share of
-  its policy on each legal move: how likely it is to play it.
+  its policy on each legal move: how likely its network is to play it (an agent that hands
+  its last tiles to a search is read without that search: the network's own shares).
 
 Cost is bounded per request: at most :data:`COACH_WORLDS` sampled deals a position, fewer so
 that every position's moves together play out at most :data:`COACH_PLAYOUTS` rounds, all in
@@ -68,7 +69,7 @@ def _network(preset: str, rules: Rules) -> PolicyAgent | None:
         return None
     agent = make_agent(spec, rules, seed=COACH_SEED)
     assert isinstance(agent, PolicyAgent)
-    return agent
+    return agent.network_only()  # its logits are the network's: no endgame search to build
 
 
 def hint_decision(env: raw_env, seat: int, network: PolicyAgent | None) -> Decision:
