@@ -3,8 +3,11 @@ default budgets, on positions from real games with at least two legal moves, per
 Agents that act in batch (policies, search and strategic: ``act_batch``) are also timed on all positions at once.
 The last table gives each agent's time per decision as a fraction of the first spec's (search).
 
+The agents take turns, a whole pass over the positions each, and each keeps its fastest of
+``--passes`` passes, so that a stretch when the machine is slow does not land on one agent alone.
+
     python benchmarks/bench_search.py [--decisions 200] [--specs search pretrained:standard_vector]
-        [--presets standard] [--markdown out.md]
+        [--presets standard] [--passes 3] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -46,32 +49,51 @@ def positions(rules: Rules, count: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def seconds_per_decision(spec: str, rules: Rules, obs: list[dict]) -> tuple[float, float | None]:
-    """(one by one, in one batch or None): seconds per decision with two or more legal moves,
-    after warming up on the first :data:`WARM_UP` positions (the batched search and the
-    policies compile or allocate on first use, and an agent may run other code late in a
-    round: a network's endgame search); each agent reads its own encoding. Agents without
-    ``act_batch`` have no batch figure."""
-    agent = make_agent(spec, rules, seed=0)
-    mine = [o[agent.observation] for o in obs]
-    for o in mine[:WARM_UP]:
-        agent.act(o)
-    agent.reset(seed=0)
-    spent = 0.0
-    for o, position in zip(mine, obs):
-        start = time.perf_counter()
-        agent.act(o)
-        spent += (time.perf_counter() - start) if position["choice"] else 0.0
-    chosen = [o for o, position in zip(mine, obs) if position["choice"]]
-    single = spent / len(chosen)
-    if not hasattr(agent, "act_batch"):
-        return single, None
-    observations = np.stack([o["observation"] for o in chosen])
-    masks = np.stack([o["action_mask"].astype(bool) for o in chosen])
-    agent.act_batch(observations[:2], masks[:2])
-    start = time.perf_counter()
-    agent.act_batch(observations, masks)
-    return single, (time.perf_counter() - start) / len(chosen)
+def seconds_per_decision(
+    specs: list[str], rules: Rules, obs: list[dict], passes: int
+) -> dict[str, tuple[float, float | None]]:
+    """Per spec (one by one, in one batch or None): seconds per decision with two or more
+    legal moves, after warming up on the first :data:`WARM_UP` positions (the batched search
+    and the policies compile or allocate on first use, and an agent may run other code late in
+    a round: a network's endgame search); each agent reads its own encoding. The specs take
+    turns, a whole pass over the positions each, ``passes`` times, and each keeps its fastest
+    pass: a shared machine slows some seconds more than others, and a slow stretch would
+    otherwise land on whichever agent ran then. (Turns at every position would charge each
+    agent for the caches the others leave cold: a network alone plays a pass with its weights
+    at hand.) Agents without ``act_batch`` have no batch figure."""
+    agents = {spec: make_agent(spec, rules, seed=0) for spec in specs}
+    mine = {spec: [o[agent.observation] for o in obs] for spec, agent in agents.items()}
+    chosen = [i for i, position in enumerate(obs) if position["choice"]]
+    for spec, agent in agents.items():
+        for o in mine[spec][:WARM_UP]:
+            agent.act(o)
+        if hasattr(agent, "act_batch"):
+            agent.act_batch(*_batch(mine[spec], chosen[:2]))
+    single: dict[str, float] = dict.fromkeys(specs, float("inf"))
+    batched: dict[str, float] = dict.fromkeys(specs, float("inf"))
+    for _ in range(passes):
+        for spec, agent in agents.items():  # a whole pass each, the specs taking turns
+            agent.reset(seed=0)  # every pass plays the same moves
+            spent = 0.0
+            for o, position in zip(mine[spec], obs):
+                start = time.perf_counter()
+                agent.act(o)
+                spent += (time.perf_counter() - start) if position["choice"] else 0.0
+            single[spec] = min(single[spec], spent / len(chosen))
+            if hasattr(agent, "act_batch"):
+                observations, masks = _batch(mine[spec], chosen)
+                start = time.perf_counter()
+                agent.act_batch(observations, masks)
+                batched[spec] = min(batched[spec], (time.perf_counter() - start) / len(chosen))
+    return {spec: (single[spec], batched[spec] if hasattr(agents[spec], "act_batch") else None) for spec in specs}
+
+
+def _batch(observations: list[dict], rows: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The observations and action masks of ``rows``, stacked for ``act_batch``."""
+    return (
+        np.stack([observations[i]["observation"] for i in rows]),
+        np.stack([observations[i]["action_mask"].astype(bool) for i in rows]),
+    )
 
 
 def fraction(seconds: float, reference: float) -> str:
@@ -84,14 +106,22 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=200)
     parser.add_argument("--specs", nargs="+", default=["search", "search:worlds=24", "strategic"])
     parser.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=3,
+        help="passes over the positions, the specs taking turns; each keeps its fastest",
+    )
     parser.add_argument("--markdown", help="also write the tables to this file")
     args = parser.parse_args()
+    if args.passes < 1:
+        parser.error(f"--passes must be 1 or more, got {args.passes}")
     timings: dict[tuple[str, str], tuple[float, float | None]] = {}
     for preset in args.presets:
         rules = Rules.preset(preset)
         obs = positions(rules, args.decisions)
-        for spec in args.specs:
-            single, batched = timings[spec, preset] = seconds_per_decision(spec, rules, obs)
+        for spec, (single, batched) in seconds_per_decision(args.specs, rules, obs, args.passes).items():
+            timings[spec, preset] = single, batched
             extra = f", {1 / batched:,.0f}/s in one batch" if batched else ""
             print(f"  {spec} on {preset}: {1 / single:,.0f} decisions/s one by one{extra}", flush=True)
 
