@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from block_env.aec import raw_env
-from block_env.agents import PRETRAINED, make_agent
+from block_env.agents import PRETRAINED, trained_agent_folder
 from block_env.agents.policy import PolicyAgent
 from block_env.agents.search import SearchAgent
 from block_env.apps.replay import replay_round
@@ -57,7 +57,8 @@ class Decision:
 
 
 def network_for(preset: str) -> str | None:
-    """The shipped network the coach asks for ``preset`` (None where none is shipped)."""
+    """The shipped agent whose network the coach reads for ``preset`` (None where none is
+    shipped)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown rules {preset!r}; rules: {', '.join(PRESETS)}")
     return f"pretrained:{preset}" if preset in PRETRAINED else None
@@ -67,9 +68,8 @@ def _network(preset: str, rules: Rules) -> PolicyAgent | None:
     spec = network_for(preset)
     if spec is None:
         return None
-    agent = make_agent(spec, rules, seed=COACH_SEED)
-    assert isinstance(agent, PolicyAgent)
-    return agent.network_only()  # its logits are the network's: no endgame search to build
+    # Its network alone (endgame=False): the coach reads its logits, never an endgame search.
+    return PolicyAgent(rules, COACH_SEED, path=trained_agent_folder(spec), endgame=False)
 
 
 def hint_decision(env: raw_env, seat: int, network: PolicyAgent | None) -> Decision:

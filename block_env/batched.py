@@ -385,9 +385,10 @@ class BatchedGames:
         decide (DECISION; with ``skip_forced`` its forced moves are played too), a round ends
         (ROUND_OVER) or a seat whose policy index ``seat_policies[g, seat]`` is -1 is to move
         (EXTERNAL: the caller moves it). The other seats play ``policies``; uniform ones draw
-        from ``streams[g]`` (uint64, advanced in place). ``first_moves[j]``, if given, is played
-        in game ``games[j]`` before anything else, by whichever seat is to move (ValueError as
-        :meth:`step`'s unless ``check`` is False). Returns each game's status and the results
+        from ``streams[g]`` (uint64, advanced in place). ``first_moves[j]``, if given (a legal
+        move in every game), is played in game ``games[j]`` before anything else, by whichever
+        seat is to move (ValueError as :meth:`step`'s unless ``check`` is False, and always for
+        a wrong shape). Returns each game's status and the results
         of the rounds that ended. The vector env's scripted opponents run here, and a search's
         playouts of its moves."""
         g = np.asarray(games, dtype=np.int64)
@@ -396,6 +397,8 @@ class BatchedGames:
             first = np.full(len(g), -1, dtype=np.int64)
         else:
             first = np.asarray(first_moves, dtype=np.int64)
+            if first.shape != g.shape:  # checked always: the compiled loop reads one per game
+                raise ValueError(f"first_moves must have shape {g.shape}, one per game, got {first.shape}")
             if check:
                 self.check_actions(first, g)
         out = BatchResults.empty(len(g), t.num_players, t.num_sides)
@@ -658,13 +661,14 @@ def _deal_kernel(
 
 
 def mask_bits(mask: int, width: int) -> np.ndarray:
-    """(width,) bool: bit i of the int bitmask ``mask`` (a set of tiles or suits) at index i.
+    """(width,) bool: bit i of the int bitmask ``mask`` (a set of tiles or suits) at index i,
+    for its low ``width`` bits.
 
     Examples:
         >>> mask_bits(0b1011, 5).tolist()
         [True, True, False, True, False]
     """
-    raw = np.frombuffer(mask.to_bytes((width + 7) // 8, "little"), dtype=np.uint8)
+    raw = np.frombuffer(int(mask).to_bytes((width + 7) // 8, "little"), dtype=np.uint8)
     return np.unpackbits(raw, count=width, bitorder="little").view(bool)
 
 

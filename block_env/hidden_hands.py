@@ -64,8 +64,11 @@ def sample_hidden_hands(
 
 @cache
 def _tile_suits(max_pip: int) -> np.ndarray:
-    """Each tile's suits as a bitmask (one bit per half), for the double-``max_pip`` set."""
-    return np.array([(1 << a) | (1 << b) for a, b in tile_set(max_pip).tiles], dtype=np.int64)
+    """Each tile's suits as a bitmask (one bit per half), for the double-``max_pip`` set
+    (cached: read-only)."""
+    suits = np.array([(1 << a) | (1 << b) for a, b in tile_set(max_pip).tiles], dtype=np.int64)
+    suits.flags.writeable = False
+    return suits
 
 
 @njit(cache=True, nogil=True)

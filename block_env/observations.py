@@ -298,11 +298,6 @@ def _set_bits(row: np.ndarray, mask: int) -> None:
         row[i] = 1.0
 
 
-def _unpack_into(buf: np.ndarray, bits: int, count: int) -> None:
-    """buf[:count] = the low ``count`` bits of ``bits``, least significant first."""
-    buf[:count] = mask_bits(bits, count)
-
-
 class Encoder:
     """Encodes rounds for one player layout; every offset comes from the layout's pieces.
 
@@ -337,7 +332,7 @@ class Encoder:
         bits = 0
         for offset, write, piece in self._bit_writers:
             bits |= write(self, rnd, seat, piece) << offset
-        _unpack_into(buf, bits, self.num_bits)
+        buf[: self.num_bits] = mask_bits(bits, self.num_bits)
         tail: list[float] = []
         for write in self._number_writers:
             tail += write(self, rnd, seat, scores)
@@ -688,9 +683,7 @@ def encode_hidden(rnd: Round, seat: int) -> np.ndarray:
     bits = 0
     for r in range(1, n):
         bits |= rnd.hands[(seat + r) % n] << ((r - 1) * t)
-    buf = np.empty((n - 1) * t, dtype=np.float32)
-    _unpack_into(buf, bits, len(buf))
-    return buf
+    return mask_bits(bits, (n - 1) * t).astype(np.float32)
 
 
 def _tiles_where(rules: Rules, row: np.ndarray) -> list[tuple[int, int]]:

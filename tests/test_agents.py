@@ -542,7 +542,10 @@ def test_ranked_playouts_in_one_compiled_call_end_as_the_move_by_move_greedy_pla
     policy = CompiledPolicies.build([greedy_rank(rules)], rules.tile_set.num_actions)
     first, ended_first = None, []
     if given_first:  # the last legal move, which the greedy rank would not always choose
-        first = np.array([np.flatnonzero(m)[-1] for m in stepped.legal_mask(live)])
+        masks = stepped.legal_mask(live)
+        first = np.array([np.flatnonzero(m)[-1] for m in masks])
+        ranked_choice = np.where(masks, policy.ranks[0], np.iinfo(np.int64).min).argmax(axis=1)
+        assert (first != ranked_choice).any()  # so the first moves are not what the playout would play
         ended_first = [stepped.step(first, live)]
     rest = play_out(stepped, live[~stepped.over[live]], heuristic_moves(stepped, GREEDY_WEIGHTS, 0.0, seed=1))
     a = BatchResults.concatenate([*ended_first, rest], rules.num_players, rules.num_sides)

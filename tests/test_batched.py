@@ -242,28 +242,51 @@ def test_compiled_play_makes_legal_moves_and_scores_as_the_scalar_engine(preset)
 
 def test_first_moves_play_before_the_compiled_policies_and_bad_input_is_refused():
     """play_until_decision's ``first_moves`` are played first, by whichever seat is to move,
-    as a step of them would; an illegal one is refused naming its game, before anything
-    moves. set_positions refuses hands of the wrong shape."""
+    as a step of them would (mid-round, passes included), and change the games; an illegal one
+    is refused naming its game, and a wrong count always, before anything moves. set_positions
+    refuses hands of the wrong shape."""
     from block_env.agents import GreedyAgent
     from block_env.batched import ROUND_OVER, CompiledPolicies
 
     rules = PRESETS["standard"]
-    n = 12
+    n = 40
     policies = CompiledPolicies.build([GreedyAgent(rules).compiled_policy], rules.tile_set.num_actions)
     seat_policies = np.zeros((n, rules.num_players), dtype=np.int64)
     streams = np.zeros(n, dtype=np.uint64)
-    given, stepped = BatchedGames(rules, n, seed=5), BatchedGames(rules, n, seed=5)
-    first = np.array([np.flatnonzero(m)[-1] for m in given.legal_mask()])
-    stepped.step(first)
-    for games, moves in ((given, first), (stepped, None)):
-        status, _ = games.play_until_decision(
-            games.all_games, np.full(n, -1), seat_policies, policies, streams, skip_forced=False, first_moves=moves
+    given, stepped, greedy = (BatchedGames(rules, n, seed=5) for _ in range(3))
+    rng = np.random.default_rng(1)
+    for _ in range(6):  # random moves first: positions mid-round, some where a pass is forced
+        live = np.flatnonzero(~given.over)
+        moves = np.array([rng.choice(np.flatnonzero(m)) for m in given.legal_mask(live)])
+        for games in (given, stepped, greedy):
+            games.step(moves, live)
+    live = np.flatnonzero(~given.over)
+    first = np.array([np.flatnonzero(m)[-1] for m in given.legal_mask(live)])
+    assert (first == rules.tile_set.pass_action).any() and (first != rules.tile_set.pass_action).any()
+    ended = {"stepped": [stepped.step(first, live)]}
+    for name, games, games_left, moves in (
+        ("given", given, live, first),
+        ("stepped", stepped, live[~stepped.over[live]], None),
+        ("greedy", greedy, live, None),
+    ):
+        status, results = games.play_until_decision(
+            games_left, np.full(n, -1), seat_policies, policies, streams, skip_forced=False, first_moves=moves
         )
         assert (status == ROUND_OVER).all()
+        ended.setdefault(name, []).append(results)
     assert np.array_equal(given.moves, stepped.moves) and np.array_equal(given.owner, stepped.owner)
+    awards = {
+        name: dict(
+            zip(np.concatenate([r.games for r in parts]).tolist(), np.concatenate([r.award for r in parts]).tolist())
+        )
+        for name, parts in ended.items()
+    }
+    assert awards["given"] == awards["stepped"] and sorted(awards["given"]) == live.tolist()
+    assert not np.array_equal(given.moves, greedy.moves)  # the first moves were played, not greedy's
 
     fresh = BatchedGames(rules, n, seed=5)
-    bad = first.copy()
+    openings = np.array([np.flatnonzero(m)[-1] for m in fresh.legal_mask()])
+    bad = openings.copy()
     bad[3] = int(np.flatnonzero(~fresh.legal_mask(np.array([3]))[0])[0])
     before = fresh.owner.copy()
     with pytest.raises(ValueError, match="game 3"):
@@ -271,6 +294,11 @@ def test_first_moves_play_before_the_compiled_policies_and_bad_input_is_refused(
             fresh.all_games, np.full(n, -1), seat_policies, policies, streams, skip_forced=False, first_moves=bad
         )
     assert np.array_equal(fresh.owner, before) and (fresh.num_moves == 0).all()
+    with pytest.raises(ValueError, match="first_moves must have shape"):
+        fresh.play_until_decision(
+            fresh.all_games, np.full(n, -1), seat_policies, policies, streams, skip_forced=False,
+            first_moves=openings[:-1], check=False,
+        )  # fmt: skip
     with pytest.raises(ValueError, match="hands must have shape"):
         fresh.set_positions(
             np.zeros((n, 3, rules.tile_set.num_tiles), dtype=bool),

@@ -53,3 +53,20 @@ def test_unknown_or_mismatched_pretrained_agents_are_refused():
         make_agent("pretrained:nope", Rules())
     with pytest.raises(ValueError, match="cannot play"):
         make_agent("pretrained:standard_3p", Rules())
+
+
+def test_the_partnership_agent_is_its_network_with_an_endgame_search():
+    """``pretrained:partnership`` is ``pretrained:partnership_average``'s network, weight for
+    weight, with an endgame search: its agent.json differs by the ``endgame`` key alone, and
+    its network alone moves as the average does."""
+    import numpy as np
+
+    with_search, alone = PRETRAINED_DIR / "partnership", PRETRAINED_DIR / "partnership_average"
+    assert (with_search / "policy.pth").read_bytes() == (alone / "policy.pth").read_bytes()
+    metadata = load_agent_metadata(with_search)
+    assert "endgame" in metadata and "endgame" not in load_agent_metadata(alone)
+    assert {k: v for k, v in metadata.items() if k != "endgame"} == load_agent_metadata(alone)
+    rules = Rules.preset("partnership")
+    agent, network = make_agent("pretrained:partnership", rules), make_agent("pretrained:partnership_average", rules)
+    observations = np.random.default_rng(0).random((8, metadata["observation_size"]), dtype=np.float32)
+    assert np.array_equal(agent.network_only().logits(observations), network.logits(observations))

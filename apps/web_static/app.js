@@ -649,7 +649,7 @@ const signed = (x) => (x > 0 ? `+${x.toFixed(1)}` : x.toFixed(1).replace("-", "â
 const percent = (x) => `${Math.round(100 * x)}%`;
 
 function coachNote(advice) {
-  const network = advice.network ? ` The network column: how often the shipped network (${advice.network}) would play each move.` : "";
+  const network = advice.network ? ` The network column: how often the shipped agent's network (${advice.network}, without any endgame search) would play each move.` : "";
   return `Search tried every move on the same ${advice.worlds} guesses of the hidden hands and played each round out: points are your side's net points for the round (yours minus the others'), Â± one standard error.${network}`;
 }
 
