@@ -17,7 +17,7 @@ from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, read_moves
 from block_env.rules import Rules, resolve_rules
 from block_env.tiles import ends_after
-from block_env.validation import check_number
+from block_env.validation import check_int, check_number
 
 PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 #: Built-in priors; a trained agent's spec (pretrained:NAME, policy:PATH) is a prior too.
@@ -94,6 +94,11 @@ class SearchAgent(Agent):
         engine: "batched" (default: every world and move played out at once on the batched
             engine) or "scalar" (one by one on the scalar engine: the reference it was
             measured against; scripted playouts only).
+        hand_at_most: search only the decisions where this seat holds this many tiles or
+            fewer, and play the prior's move at the others (None, the default: search every
+            decision). It measures where in a round a search's edge over its prior lies.
+            It acts on the moves the agent plays (``act``, ``act_batch``); ``search_moves``,
+            what teachers label with, searches every position and refuses it.
 
     Examples:
         >>> from block_env import raw_env
@@ -124,6 +129,7 @@ class SearchAgent(Agent):
         engine: str = "batched",
         belief: str = "none",
         playout_temperature: float = 1.0,
+        hand_at_most: int | None = None,
     ) -> None:
         if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
             raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
@@ -158,6 +164,11 @@ class SearchAgent(Agent):
                 f"search playout_temperature ({playout_temperature!r}) sets the temperature of the prior's "
                 f"playouts: it needs playout='policy', got playout={playout!r}"
             )
+        if hand_at_most is not None:
+            check_int("search hand_at_most", hand_at_most, low=1)
+            if prior == "none":
+                raise ValueError("search hand_at_most plays the prior's move at the other decisions: it needs a prior")
+        self.hand_at_most = hand_at_most
         self.engine = engine
         self.guide = guide
         self._reads_moves = reads_moves
@@ -232,15 +243,33 @@ class SearchAgent(Agent):
         if self.engine != "batched":
             return np.array([self.act({"observation": o, "action_mask": m}) for o, m in zip(observations, masks)])
         choices = masks.argmax(axis=1)  # right for the forced moves (one legal action)
+        observations = np.asarray(observations)
         deciding = np.flatnonzero(masks.sum(axis=1) > 1)
-        for i, searched in zip(deciding, self.search_moves(np.asarray(observations)[deciding], masks[deciding])):
+        if self.hand_at_most is not None and len(deciding):
+            held = np.array(
+                [self.view({"observation": observations[i], "action_mask": masks[i]}).hand_counts[0] for i in deciding]
+            )
+            early = deciding[held > self.hand_at_most]
+            if len(early):
+                choices[early] = self._prior_moves(observations[early], masks[early])
+            deciding = deciding[held <= self.hand_at_most]
+        for i, searched in zip(deciding, self._search_moves(observations[deciding], masks[deciding])):
             choices[i] = searched.choice
         return choices
 
     def search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[SearchedMoves]:
         """Search each row's position (batched engine): every legal move's round value in
         every sampled world, and the move the search chooses. What ``act_batch`` decides by,
-        and what expert iteration distils (its values as soft targets, or its choices)."""
+        and what expert iteration distils (its values as soft targets, or its choices).
+        ValueError for a search with ``hand_at_most``: this searches every position."""
+        if self.hand_at_most is not None:
+            raise ValueError(
+                f"search_moves searches every position; this search (hand_at_most={self.hand_at_most}) plays its "
+                "prior's move where it holds more tiles: play it with act or act_batch"
+            )
+        return self._search_moves(observations, masks)
+
+    def _search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[SearchedMoves]:
         if self.engine != "batched":
             raise ValueError("search_moves runs on the batched engine (engine='batched')")
         masks = np.asarray(masks, dtype=bool)
@@ -278,6 +307,22 @@ class SearchAgent(Agent):
             self._lay_out(games, [k], world[None], [1], [moves])
             obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
         return legal.index(self.prior.act(obs))
+
+    def _prior_moves(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The prior's move in each row, as :meth:`_prior_move` reads it (a trained prior on
+        another encoding sees each position laid out on one sampled deal), in one batch."""
+        assert self.prior is not None
+        if self.prior.observation == self.observation:
+            return self.prior.act_batch(observations, masks)
+        assert self._encode is not None
+        obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
+        views = [self.view(o) for o in obs]
+        histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]
+        games = self._batch(len(views))
+        hands = np.concatenate([self.sample_worlds(k, 1) for k in views])
+        self._lay_out(games, views, hands, [1] * len(views), histories)
+        rows = np.arange(len(views))
+        return self.prior.act_batch(self._encode(games, rows, np.zeros(len(views), dtype=np.int64)), masks)
 
     def _decide(self, values: list[list[float]], default: int | None) -> int:
         """The index of the move with the best mean value; with a prior's move (``default``),

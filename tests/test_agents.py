@@ -406,6 +406,40 @@ def _positions(rules: Rules, count: int, encoding: str = "vector") -> list[dict]
     raise AssertionError("too few positions")
 
 
+@pytest.mark.parametrize(("prior", "encoding"), [("pretrained:standard", "tracked"), ("strategic", "vector")])
+def test_a_search_with_hand_at_most_searches_only_its_late_decisions(prior, encoding):
+    """``hand_at_most``: where the seat holds more tiles the move is the prior's (as the prior
+    alone plays it on its own encoding), elsewhere the search's (as the same search without
+    the option chooses, from the same seed)."""
+    rules = Rules()
+    reads = "history" if encoding == "tracked" else "vector"
+    positions = [o for o in _positions(rules, 40, reads) if o["action_mask"].sum() > 1]
+    own = [o for o in _positions(rules, 40, encoding) if o["action_mask"].sum() > 1]
+    observations = np.stack([o["observation"] for o in positions])
+    masks = np.stack([o["action_mask"] for o in positions])
+    gated = make_agent(f"search:worlds=4,prior={prior},hand_at_most=5", rules, seed=3)
+    full = make_agent(f"search:worlds=4,prior={prior}", rules, seed=3)
+    held = np.array([gated.view(o).hand_counts[0] for o in positions])
+    early, late = np.flatnonzero(held > 5), np.flatnonzero(held <= 5)
+    assert len(early) and len(late)
+    alone = make_agent(prior, rules, seed=0)
+    chosen = gated.act_batch(observations, masks)
+    assert chosen[early].tolist() == [alone.act(own[i]) for i in early]
+    assert all(masks[i, a] for i, a in enumerate(chosen))
+    gated.reset(seed=5)
+    full.reset(seed=5)
+    assert (
+        gated.act_batch(observations[late], masks[late]).tolist()
+        == full.act_batch(observations[late], masks[late]).tolist()
+    )
+    with pytest.raises(ValueError, match="search_moves searches every position"):
+        gated.search_moves(observations, masks)
+    with pytest.raises(ValueError, match="hand_at_most must be an int >= 1, got 0"):
+        make_agent("search:prior=strategic,hand_at_most=0", rules)
+    with pytest.raises(ValueError, match="hand_at_most plays the prior's move .* needs a prior"):
+        make_agent("search:prior=none,hand_at_most=3", rules)
+
+
 @pytest.mark.parametrize("preset", ["standard_3p", "standard_4p", "partnership"])
 def test_a_sampled_world_with_the_rounds_record_is_observed_in_tracked_as_the_real_position(preset):
     """A world laid out with the round's moves as "history" lists them (relative seats, this
