@@ -554,6 +554,7 @@ class _Search(Protocol):
 
     engine: str
     observation: str
+    hand_at_most: int | None
 
     def reset(self, seed: int | None = None) -> None: ...
 
@@ -582,6 +583,8 @@ class _EndgameSearch:
         self.search = search
         if search.engine != "batched":  # it decides by search_moves
             raise ValueError(f"{where} must run on the batched engine")
+        if search.hand_at_most is not None:  # search_moves searches every position it is given
+            raise ValueError(f"{where}: the endgame's own hand_at_most says which decisions it searches")
         mine = layout_for(rules, reads)
         try:  # the search reads its encoding's columns of the agent's observation
             self.columns = layout_for(rules, self.search.observation).columns_in(mine)

@@ -14,7 +14,7 @@ from block_env.agents.search_playouts import MoveChooser, heuristic_moves, play_
 from block_env.batched import BatchedGames, CompiledPolicies, mask_bits
 from block_env.engine import PublicView, Round
 from block_env.hidden_hands import sample_hidden_hands
-from block_env.observations import batch_encoder, read_moves
+from block_env.observations import batch_encoder, layout_for, read_moves
 from block_env.rules import Rules, resolve_rules
 from block_env.tiles import ends_after
 from block_env.validation import check_int, check_number
@@ -95,10 +95,11 @@ class SearchAgent(Agent):
             engine) or "scalar" (one by one on the scalar engine: the reference it was
             measured against; scripted playouts only).
         hand_at_most: search only the decisions where this seat holds this many tiles or
-            fewer, and play the prior's move at the others (None, the default: search every
-            decision). It measures where in a round a search's edge over its prior lies.
-            It acts on the moves the agent plays (``act``, ``act_batch``); ``search_moves``,
-            what teachers label with, searches every position and refuses it.
+            fewer (an int of 2 or more), and play the prior's move at the others (None, the default:
+            search every decision). It measures where in a round a search's edge over its
+            prior lies. It acts on the moves the agent plays (``act``, ``act_batch``; batched
+            engine); ``search_moves``, which searches every position (what value-fitted
+            teachers, expert iteration and a trained agent's endgame call), refuses it.
 
     Examples:
         >>> from block_env import raw_env
@@ -165,10 +166,15 @@ class SearchAgent(Agent):
                 f"playouts: it needs playout='policy', got playout={playout!r}"
             )
         if hand_at_most is not None:
-            check_int("search hand_at_most", hand_at_most, low=1)
+            hand_at_most = check_int("search hand_at_most", hand_at_most, low=2)
             if prior == "none":
-                raise ValueError("search hand_at_most plays the prior's move at the other decisions: it needs a prior")
+                raise ValueError(
+                    "search hand_at_most plays the prior's move at the other decisions: it needs a prior, got prior='none'"
+                )
+            if engine != "batched":
+                raise ValueError(f"search hand_at_most runs on the batched engine (engine='batched'), got {engine!r}")
         self.hand_at_most = hand_at_most
+        self._hand_count = layout_for(self.rules, self.observation).slices["hand_counts"].start  # seat 0's
         self.engine = engine
         self.guide = guide
         self._reads_moves = reads_moves
@@ -245,16 +251,14 @@ class SearchAgent(Agent):
         choices = masks.argmax(axis=1)  # right for the forced moves (one legal action)
         observations = np.asarray(observations)
         deciding = np.flatnonzero(masks.sum(axis=1) > 1)
-        if self.hand_at_most is not None and len(deciding):
-            held = np.array(
-                [self.view({"observation": observations[i], "action_mask": masks[i]}).hand_counts[0] for i in deciding]
-            )
-            early = deciding[held > self.hand_at_most]
-            if len(early):
-                choices[early] = self._prior_moves(observations[early], masks[early])
-            deciding = deciding[held <= self.hand_at_most]
+        early = deciding[:0]
+        if self.hand_at_most is not None:
+            late = observations[deciding, self._hand_count] <= self.hand_at_most
+            deciding, early = deciding[late], deciding[~late]
         for i, searched in zip(deciding, self._search_moves(observations[deciding], masks[deciding])):
             choices[i] = searched.choice
+        if len(early):  # after the search, which draws from the generator as it would without them
+            choices[early] = self._prior_moves(observations[early], masks[early])
         return choices
 
     def search_moves(self, observations: np.ndarray, masks: np.ndarray) -> list[SearchedMoves]:
@@ -302,27 +306,32 @@ class SearchAgent(Agent):
         if self.prior is None:
             return None
         if self.prior.observation != self.observation:  # a trained prior (strategic reads the search's)
-            assert self._encode is not None
-            games = self._batch(1)
-            self._lay_out(games, [k], world[None], [1], [moves])
-            obs = {**obs, "observation": self._encode(games, np.zeros(1, np.int64), np.zeros(1, np.int64))[0]}
+            obs = {**obs, "observation": self._prior_inputs([k], world[None], [moves])[0]}
         return legal.index(self.prior.act(obs))
 
+    def _prior_inputs(
+        self, views: list[PublicView], hands: np.ndarray, histories: list[list[tuple[int, int]]]
+    ) -> np.ndarray:
+        """A trained prior's observation of each view, in its own encoding: laid out on one
+        deal (``hands[i]``) with the round's moves (that encoding shows only this seat's hand
+        and the public record, the same in every deal)."""
+        assert self._encode is not None
+        games = self._batch(len(views))
+        self._lay_out(games, views, hands, [1] * len(views), histories)
+        return self._encode(games, np.arange(len(views)), np.zeros(len(views), dtype=np.int64))
+
     def _prior_moves(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """The prior's move in each row, as :meth:`_prior_move` reads it (a trained prior on
-        another encoding sees each position laid out on one sampled deal), in one batch."""
+        """The prior's move in each row, as :meth:`_prior_move` reads it, in one batch (a
+        trained prior on another encoding sees each position laid out on one deal, drawn
+        from a fixed seed: its observation is the same in every deal)."""
         assert self.prior is not None
         if self.prior.observation == self.observation:
             return self.prior.act_batch(observations, masks)
-        assert self._encode is not None
         obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
         views = [self.view(o) for o in obs]
         histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]
-        games = self._batch(len(views))
-        hands = np.concatenate([self.sample_worlds(k, 1) for k in views])
-        self._lay_out(games, views, hands, [1] * len(views), histories)
-        rows = np.arange(len(views))
-        return self.prior.act_batch(self._encode(games, rows, np.zeros(len(views), dtype=np.int64)), masks)
+        hands = np.concatenate([self.sample_worlds(k, 1, seed=0) for k in views])
+        return self.prior.act_batch(self._prior_inputs(views, hands, histories), masks)
 
     def _decide(self, values: list[list[float]], default: int | None) -> int:
         """The index of the move with the best mean value; with a prior's move (``default``),
@@ -467,10 +476,11 @@ class SearchAgent(Agent):
         draw = np.random.default_rng(self.rng.getrandbits(63))
         return candidates[draw.choice(len(candidates), size=self.worlds, p=weights / weights.sum())]
 
-    def sample_worlds(self, k: PublicView, worlds: int | None = None) -> np.ndarray:
+    def sample_worlds(self, k: PublicView, worlds: int | None = None, seed: int | None = None) -> np.ndarray:
         """(worlds, P, T) bool: deals of the unseen tiles consistent with the public record
         (hand counts, tiles out of play or unseen, voids shown by passes); this seat is 0.
-        ``worlds`` deals (default: the search's budget)."""
+        ``worlds`` deals (default: the search's budget), drawn from ``seed`` (default: the
+        search's generator, which draws it)."""
         return sample_hidden_hands(
             self.rules,
             hand=k.hand,
@@ -479,7 +489,7 @@ class SearchAgent(Agent):
             voids=k.voids,
             worlds=self.worlds if worlds is None else worlds,
             attempts=SAMPLE_ATTEMPTS,
-            seed=self.rng.getrandbits(63),
+            seed=self.rng.getrandbits(63) if seed is None else seed,
         )
 
     def _play_out(self, rnd: Round) -> None:

@@ -410,34 +410,33 @@ def _positions(rules: Rules, count: int, encoding: str = "vector") -> list[dict]
 def test_a_search_with_hand_at_most_searches_only_its_late_decisions(prior, encoding):
     """``hand_at_most``: where the seat holds more tiles the move is the prior's (as the prior
     alone plays it on its own encoding), elsewhere the search's (as the same search without
-    the option chooses, from the same seed)."""
+    the option chooses from the same seed), in one batch of both kinds."""
     rules = Rules()
     reads = "history" if encoding == "tracked" else "vector"
     positions = [o for o in _positions(rules, 40, reads) if o["action_mask"].sum() > 1]
     own = [o for o in _positions(rules, 40, encoding) if o["action_mask"].sum() > 1]
     observations = np.stack([o["observation"] for o in positions])
     masks = np.stack([o["action_mask"] for o in positions])
-    gated = make_agent(f"search:worlds=4,prior={prior},hand_at_most=5", rules, seed=3)
-    full = make_agent(f"search:worlds=4,prior={prior}", rules, seed=3)
+    gated = make_agent(f"search:worlds=4,prior={prior},confidence=0,hand_at_most=5", rules, seed=3)
+    full = make_agent(f"search:worlds=4,prior={prior},confidence=0", rules, seed=3)
     held = np.array([gated.view(o).hand_counts[0] for o in positions])
     early, late = np.flatnonzero(held > 5), np.flatnonzero(held <= 5)
-    assert len(early) and len(late)
-    alone = make_agent(prior, rules, seed=0)
+    alone = np.array([make_agent(prior, rules, seed=0).act(o) for o in own])
+    searched = full.act_batch(observations, masks)
+    # the two kinds of move differ on both kinds of decision, so a wrong split shows
+    assert (searched[early] != alone[early]).any() and (searched[late] != alone[late]).any()
     chosen = gated.act_batch(observations, masks)
-    assert chosen[early].tolist() == [alone.act(own[i]) for i in early]
-    assert all(masks[i, a] for i, a in enumerate(chosen))
-    gated.reset(seed=5)
-    full.reset(seed=5)
-    assert (
-        gated.act_batch(observations[late], masks[late]).tolist()
-        == full.act_batch(observations[late], masks[late]).tolist()
-    )
+    assert chosen[early].tolist() == alone[early].tolist()
+    full.reset(seed=3)
+    assert chosen[late].tolist() == full.act_batch(observations[late], masks[late]).tolist()
     with pytest.raises(ValueError, match="search_moves searches every position"):
         gated.search_moves(observations, masks)
-    with pytest.raises(ValueError, match="hand_at_most must be an int >= 1, got 0"):
-        make_agent("search:prior=strategic,hand_at_most=0", rules)
-    with pytest.raises(ValueError, match="hand_at_most plays the prior's move .* needs a prior"):
+    with pytest.raises(ValueError, match="hand_at_most must be an int >= 2, got 1"):
+        make_agent("search:prior=strategic,hand_at_most=1", rules)
+    with pytest.raises(ValueError, match="hand_at_most plays the prior's move .* needs a prior, got prior='none'"):
         make_agent("search:prior=none,hand_at_most=3", rules)
+    with pytest.raises(ValueError, match="hand_at_most runs on the batched engine"):
+        make_agent("search:engine=scalar,hand_at_most=3", rules)
 
 
 @pytest.mark.parametrize("preset", ["standard_3p", "standard_4p", "partnership"])
@@ -835,6 +834,8 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
         add_endgame_search(source, out, "search:wrlds=3", 3)
     with pytest.raises(ValueError, match="endgame search 'search:engine=scalar' must run on the batched engine"):
         add_endgame_search(source, out, "search:engine=scalar", 3)
+    with pytest.raises(ValueError, match="the endgame's own hand_at_most says which decisions it searches"):
+        add_endgame_search(source, out, "search:hand_at_most=2", 3)
     assert not (tmp_path / "new").exists()
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")

@@ -40,6 +40,10 @@ def tiny(**changes: object) -> dict:
         ({"prior": {"teacher": "human"}}, r"pretrain\.prior\.teacher cannot be 'human'"),
         ({"prior": {"teacher": "search:worlds=0"}}, r"pretrain\.prior\.teacher: search worlds must be"),
         ({"targets": "values", "teacher": "strategic"}, r'pretrain\.targets "values" needs a search teacher'),
+        (
+            {"targets": "values", "teacher": "search:hand_at_most=3"},
+            r"pretrain\.targets \"values\" reads every decision's searched move values.*searches only some",
+        ),
         ({"targets": "moves"}, r"pretrain\.targets must be one of"),
         ({"temperature": 0.0}, r"pretrain\.temperature must be a positive"),
     ],

@@ -268,6 +268,11 @@ class PretrainConfig:
             raise ValueError(
                 f'pretrain.targets "values" needs a search teacher (its move values), got {self.teacher!r}'
             )
+        if self.targets == "values" and "hand_at_most" in parse_spec(self.teacher)[1]:
+            raise ValueError(
+                f'pretrain.targets "values" reads every decision\'s searched move values; the teacher '
+                f"{self.teacher!r} searches only some (hand_at_most)"
+            )
         for name, spec in self.named_specs():
             if spec is not None and PRIOR_PLACEHOLDER in spec and self.prior is None:
                 raise ValueError(f"{name} names {PRIOR_PLACEHOLDER} ({spec!r}) but pretrain.prior is not set")
