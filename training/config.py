@@ -268,7 +268,7 @@ class PretrainConfig:
             raise ValueError(
                 f'pretrain.targets "values" needs a search teacher (its move values), got {self.teacher!r}'
             )
-        if self.targets == "values" and "hand_at_most" in parse_spec(self.teacher)[1]:
+        if self.targets == "values" and self.teacher is not None and "hand_at_most" in parse_spec(self.teacher)[1]:
             raise ValueError(
                 f'pretrain.targets "values" reads every decision\'s searched move values; the teacher '
                 f"{self.teacher!r} searches only some (hand_at_most)"
