@@ -5,11 +5,13 @@ chooses the teacher's best move and how many points a decision its move is worth
 best one, by the teacher's own values.
 
     python benchmarks/endgame_gap.py --decisions runs/partnership_many_worlds_holdout/teacher_decisions.npz \
-        --agents pretrained:partnership_average pretrained:partnership search [--per-hand 600] [--markdown out.md]
+        --agents pretrained:partnership_average pretrained:partnership search [--per-hand 600] \
+        [--held-out 0.1] [--markdown out.md]
 
 Agents read the decisions' encoding ("tracked" or "vector" runs) or one it holds; the teacher's
 best is the highest of its noisy estimates, so every agent's loss is read against the same
-slightly high mark.
+slightly high mark. ``--held-out SHARE`` reads only the last SHARE of the decisions: those a fit
+with ``pretrain.holdout: SHARE`` never saw, where a fitted network's choices are measured fairly.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ import numpy as np  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
 from block_env.observations import layout_for  # noqa: E402
 from block_env.rules import PRESETS, Rules  # noqa: E402
+from block_env.training.teaching import split_held_out  # noqa: E402
 
 
 def gaps(
-    path: str, specs: list[str], per_hand: int
+    path: str, specs: list[str], per_hand: int, held_out: float = 0.0
 ) -> tuple[list[str], dict[int, int], dict[tuple[int, str], tuple[float, float]]]:
     """(table title, decisions per hand size, (hand size, spec) -> (share of teacher's best
-    moves, points lost a decision)) on the first ``per_hand`` decisions of each hand size."""
+    moves, points lost a decision)) on the first ``per_hand`` decisions of each hand size,
+    among the last ``held_out`` share of them (:func:`split_held_out`'s cut) when it is above 0."""
     kept = np.load(path)
     about = json.loads(str(kept["about"]))
     rules, encoding = Rules.from_dict(about["rules"]), about["observation"]
@@ -39,12 +43,18 @@ def gaps(
     observations = kept["observations"][:, : layout.size]  # an asymmetric critic's runs append the hidden hands
     masks, values = kept["masks"], np.nan_to_num(kept["values"], nan=-np.inf)
     held = observations[:, layout.slices["hand_counts"].start].astype(int)
+    first = 0
+    if held_out:
+        last_rows = split_held_out({"row": np.arange(len(masks))}, held_out)[1]["row"]
+        if not len(last_rows):
+            raise ValueError(f"the last {held_out:g} of {len(masks)} decisions holds none")
+        first = int(last_rows[0])
     best = values.max(axis=1)
     counts: dict[int, int] = {}
     figures: dict[tuple[int, str], tuple[float, float]] = {}
     agents = [make_agent(spec, rules, seed=0) for spec in specs]
     for hand in sorted(set(held.tolist())):
-        rows = np.flatnonzero((held == hand) & (masks.sum(axis=1) > 1))[:per_hand]
+        rows = first + np.flatnonzero((held[first:] == hand) & (masks[first:].sum(axis=1) > 1))[:per_hand]
         counts[hand] = len(rows)
         for spec, agent in zip(specs, agents):
             columns = layout_for(rules, agent.observation).columns_in(layout)
@@ -57,7 +67,8 @@ def gaps(
             picked = values[rows, chosen]
             figures[hand, spec] = (float((picked == best[rows]).mean()), float((best[rows] - picked).mean()))
     preset = next((name for name, preset in PRESETS.items() if preset == rules), repr(rules))
-    title = [f"`{path}`: teacher `{about['teacher']}`, rules `{preset}`"]
+    part = f", the last {held_out:g} of its decisions" if held_out else ""
+    title = [f"`{path}`{part}: teacher `{about['teacher']}`, rules `{preset}`"]
     return title, counts, figures
 
 
@@ -66,11 +77,16 @@ def main() -> None:
     parser.add_argument("--decisions", required=True, help="a teacher_decisions.npz kept with move values")
     parser.add_argument("--agents", nargs="+", required=True, help="agent specs to compare")
     parser.add_argument("--per-hand", type=int, default=600, help="decisions per hand size (the first ones)")
+    parser.add_argument(
+        "--held-out", type=float, default=0.0, help="read only this last share of the decisions (pretrain.holdout's)"
+    )
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
     if args.per_hand < 1:
         parser.error(f"--per-hand must be a positive int, got {args.per_hand}")
-    title, counts, figures = gaps(args.decisions, args.agents, args.per_hand)
+    if not 0 <= args.held_out < 1:
+        parser.error(f"--held-out must be a share in 0..1 (1 excluded), got {args.held_out}")
+    title, counts, figures = gaps(args.decisions, args.agents, args.per_hand, args.held_out)
     lines = [
         *title,
         "",

@@ -1133,6 +1133,58 @@ def test_fitting_with_a_belief_weight_teaches_the_network_where_the_hidden_tiles
     agent_plays_legal_round(fitted[1], rules, seed=0)
 
 
+def test_fitting_with_hand_at_most_keeps_the_warm_starts_moves_where_the_seat_holds_more_tiles(tiny_run, tmp_path):
+    """With pretrain.hand_at_most, the targets are the teacher's where the deciding seat holds
+    that many tiles or fewer and the warm start's own move distribution at the others; the fit
+    reads them so (its agreement before fitting counts the start's own best move at the
+    earlier decisions), and the held-out decisions are measured against the same targets."""
+
+    from block_env.observations import layout_for
+    from block_env.training.teaching import load_decisions, one_hot_targets, split_held_out, target_entropy
+    from block_env.training.train import RunPaths, build_model, imitation_targets, init_from_agent, make_vec_env, train
+
+    start = f"policy:{tiny_run / 'final'}"
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
+    values["pretrain"] = values["pretrain"] | {
+        "init_from": start,
+        "decisions": 0,
+        "earlier_decisions": [str(tiny_run / "teacher_decisions.npz")],
+        "hand_at_most": 4,
+    }
+    config = config_from_dict(values)
+    env = make_vec_env(config, ["random"])
+    model = build_model(config, env, RunPaths(tmp_path / "model"))
+    init_from_agent(model, config)
+    env.close()
+    data = load_decisions(tiny_run / "teacher_decisions.npz", config, model.observation_space.shape[0], 57)
+    targets = imitation_targets(data, config, model.policy)
+
+    held = data["observations"][:, layout_for(Rules(), "vector").slices["hand_counts"].start]
+    late = held <= 4
+    assert 0 < late.sum() < len(late)  # both kinds of decision
+    assert np.array_equal(targets[late], one_hot_targets(data["actions"], 57)[late])
+    logits = make_agent(start, Rules()).logits(data["observations"][~late])
+    legal = data["masks"][~late]
+    expected = np.exp(np.where(legal, logits - logits.max(axis=1, keepdims=True), -np.inf))
+    assert np.allclose(targets[~late], expected / expected.sum(axis=1, keepdims=True), atol=1e-5)
+
+    values["pretrain"]["holdout"] = 0.25
+    summary = train(config_from_dict(values), tmp_path / "run", progress=False)["pretrain"]
+    fitted, held_out = split_held_out(data, 0.25)
+    start_moves = np.where(fitted["masks"], make_agent(start, Rules()).logits(fitted["observations"]), -np.inf)
+    agrees = start_moves.argmax(axis=1) == fitted["actions"]
+    earlier = fitted["observations"][:, layout_for(Rules(), "vector").slices["hand_counts"].start] > 4
+    assert summary["agreement"] == pytest.approx(np.mean(agrees | earlier))
+    expected_entropy = target_entropy(imitation_targets(held_out, config, model.policy))
+    assert summary["held_out_target_entropy"] == pytest.approx(expected_entropy, rel=1e-5)
+    with pytest.raises(
+        ValueError, match=r"pretrain\.hand_at_most \(4\) needs pretrain\.teacher and pretrain\.init_from"
+    ):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"init_from": None}})
+    with pytest.raises(ValueError, match=r"pretrain\.hand_at_most must be an int >= 1, got 0"):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"hand_at_most": 0}})
+
+
 def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_policys_choices(tiny_run, tmp_path):
     """Fitted to move values, the held-out report adds each pass's mean searched value of the
     policy's best legal move there: for the kept network, the mean of the held-out values at

@@ -227,6 +227,12 @@ class PretrainConfig:
     before fitting and after every pass, and the whole network (policy and value head) of the
     pass with the lowest held-out loss is kept (the start, when no pass lowers it). 0: every
     decision fitted, the last pass kept."""
+    hand_at_most: int | None = None
+    """Fit the teacher's targets only at the decisions where the deciding seat holds this many
+    tiles or fewer; at the others the targets are the warm start's own move distribution (its
+    softmax over the legal moves), so the fit teaches the late decisions and holds the earlier
+    ones where they were. Needs ``init_from``: the network whose earlier play is kept. Null:
+    the teacher's targets at every decision."""
     belief_weight: float = 0.0
     """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
     the policy network's last hidden layer learns, for every tile, which other seat holds it
@@ -260,6 +266,13 @@ class PretrainConfig:
             )
         if check_number("pretrain.holdout", self.holdout, 0.0) >= 1:
             raise ValueError(f"pretrain.holdout must be below 1 (a share of the decisions), got {self.holdout!r}")
+        if self.hand_at_most is not None:
+            check_int("pretrain.hand_at_most", self.hand_at_most, low=1)
+            if self.teacher is None or self.init_from is None:
+                raise ValueError(
+                    f"pretrain.hand_at_most ({self.hand_at_most!r}) needs pretrain.teacher and pretrain.init_from: "
+                    "the teacher's targets at the late decisions, the warm start's own moves at the others"
+                )
         if self.holdout and self.teacher is None:
             raise ValueError(
                 f"pretrain.holdout ({self.holdout!r}) needs pretrain.teacher: it holds out teacher decisions"

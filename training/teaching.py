@@ -506,6 +506,23 @@ def policy_figures(
     return figures
 
 
+def policy_distribution(policy: Any, observations: np.ndarray, masks: np.ndarray, batch_size: int) -> np.ndarray:
+    """The policy's move distribution (softmax over the legal moves; 0 elsewhere) in each row
+    of ``observations``, measured in evaluation mode (the policy's mode restored)."""
+    import torch
+
+    training = policy.training
+    policy.set_training_mode(False)
+    rows = []
+    with torch.no_grad():
+        for start in range(0, len(observations), batch_size):
+            batch = slice(start, start + batch_size)
+            logits, _, _ = policy_outputs(policy, torch.as_tensor(observations[batch]), torch.as_tensor(masks[batch]))
+            rows.append(torch.softmax(logits, -1).numpy())
+    policy.set_training_mode(training)
+    return np.concatenate(rows) if rows else np.zeros(masks.shape, dtype=np.float32)
+
+
 def target_entropy(targets: np.ndarray) -> float:
     """The targets' mean entropy (nats): the least cross-entropy any policy can reach on them.
 

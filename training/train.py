@@ -56,6 +56,7 @@ from block_env.training.teaching import (
     load_decisions,
     move_value_targets,
     one_hot_targets,
+    policy_distribution,
     round_points_scale,
     save_decisions,
     save_policy_agent,
@@ -415,12 +416,15 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
                 f"{len(held_data['actions'])}: none would be {'fitted' if len(held_data['actions']) else 'held out'}"
             )
         held_out = PolicyTargets(
-            held_data["observations"], held_data["masks"], imitation_targets(held_data, config), held_data.get("values")
+            held_data["observations"],
+            held_data["masks"],
+            imitation_targets(held_data, config, model.policy),
+            held_data.get("values"),
         )
     data = join_decisions(parts, config.pretrain.targets)
     del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
-    targets = imitation_targets(data, config)
+    targets = imitation_targets(data, config, model.policy)
     epochs = config.pretrain.epochs
     with progress_bar(
         progress, epochs * len(targets), f"fitting {len(targets)} decisions x {epochs} epochs"
@@ -447,12 +451,22 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
     }
 
 
-def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig) -> np.ndarray:
+def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig, policy: Any) -> np.ndarray:
     """What the policy is fitted to on a set of teacher decisions: its move values' softmax
-    (``pretrain.targets: values``) or the teacher's moves."""
+    (``pretrain.targets: values``) or the teacher's moves; with ``pretrain.hand_at_most``, the
+    ``policy``'s own move distribution (the warm start's, read before fitting) where the
+    deciding seat holds more tiles."""
     if config.pretrain.targets == "values":
-        return move_value_targets(data["values"], config.pretrain.temperature)
-    return one_hot_targets(data["actions"], data["masks"].shape[1])
+        targets = move_value_targets(data["values"], config.pretrain.temperature)
+    else:
+        targets = one_hot_targets(data["actions"], data["masks"].shape[1])
+    if config.pretrain.hand_at_most is not None:
+        held = layout_for(config.resolved_rules(), config.observation).slices["hand_counts"].start  # the observer's
+        earlier = data["observations"][:, held] > config.pretrain.hand_at_most
+        targets[earlier] = policy_distribution(
+            policy, data["observations"][earlier], data["masks"][earlier], config.pretrain.batch_size
+        )
+    return targets
 
 
 # -- evaluation and learning curve ------------------------------------------------------------
