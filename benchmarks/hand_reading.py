@@ -5,13 +5,17 @@ positions and scored on the last 10% (nats a hidden tile; lower knows more):
 
 - the hand counts alone: each unseen tile in each place as often as that place holds tiles;
 - a linear read-out of the observation (what the public record and the own hand tell);
-- a linear read-out of the network's last hidden layer (what the policy carries of it).
+- a linear read-out of the network's last hidden layer (what the policy carries of it);
+- with ``--deep``, two-layer read-outs (512 units a layer) of the observation, and of the
+  observation with the round's whole move history (the "history" encoding) beside it: whether
+  a network could read more from the observation, or from the moves in their order, than a
+  linear read-out of the observation does.
 
 A search that infers the hands from the moves beats one that does not by a wide margin; a
 policy whose hidden layer reads no better than the counts has not learned that inference.
 
     python benchmarks/hand_reading.py --agent pretrained:partnership_average --rules partnership \
-        --positions 200000 [--markdown out.md]
+        --positions 200000 [--deep] [--markdown out.md]
 """
 
 from __future__ import annotations
@@ -28,17 +32,23 @@ from block_env.agents import make_agent  # noqa: E402
 from block_env.agents.policy import PolicyAgent  # noqa: E402
 from block_env.observations import Layout, layout_for  # noqa: E402
 
+#: Units in each layer of the ``--deep`` read-outs.
+DEEP_UNITS = 512
 
-def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+
+def self_play_positions(
+    agent: PolicyAgent, preset: str, count: int, seed: int, also: str | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``count`` positions (every seat's turn, in game order) from rounds the agent plays at
-    every seat (deal seeds ``seed``, ``seed + 1``, ...): its observations and each tile's place
+    every seat (deal seeds ``seed``, ``seed + 1``, ...): its observations, each tile's place
     (:func:`~block_env.training.teaching.tile_places`: the other seat, relative, that holds it,
-    from 0; n - 1: none)."""
+    from 0; n - 1: none) and, with ``also``, the same positions in that encoding."""
     import torch
 
     from block_env.training.teaching import tile_places
 
     kept = []  # each observation with the other seats' hands after it, as teacher decisions keep them
+    other = []
     deal, env = seed, raw_env(preset)  # one env, reset for each deal
     while len(kept) < count:
         env.reset(seed=deal)
@@ -47,23 +57,36 @@ def self_play_positions(agent: PolicyAgent, preset: str, count: int, seed: int) 
             seat = env.agent_selection
             obs = env.observe(seat, agent.observation)
             kept.append(np.concatenate([obs["observation"], env.hidden_hands(seat)]))
+            if also is not None:
+                other.append(np.asarray(env.observe(seat, also)["observation"], dtype=np.float32))
             env.step(agent.act(obs))
     rows = np.asarray(kept[:count], dtype=np.float32)
     width = layout_for(agent.rules, agent.observation).size
     places = tile_places(torch.as_tensor(rows), width, agent.rules.num_players - 1).numpy()
-    return rows[:, :width], places
+    return rows[:, :width], places, (np.asarray(other[:count]) if also is not None else None)
 
 
-def read_out_loss(features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int) -> float:
-    """A linear read-out (softmax over the places, per tile) fitted by cross-entropy on rows
-    before ``cut`` (three passes of Adam), its mean loss over the unseen tiles of the rest."""
+def read_out_loss(
+    features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int, hidden: int = 0
+) -> float:
+    """A read-out (softmax over the places, per tile) fitted by cross-entropy on rows before
+    ``cut`` (three passes of Adam), its mean loss over the unseen tiles of the rest: linear, or
+    with ``hidden``, two ReLU layers of that many units (four passes, a smaller step)."""
     import torch
 
     torch.manual_seed(seed)
     tiles, classes = places.shape[1], int(places.max()) + 1
     x, y, m = torch.as_tensor(features), torch.as_tensor(places), torch.as_tensor(unseen)
-    model = torch.nn.Linear(x.shape[1], classes * tiles)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model: torch.nn.Module = torch.nn.Linear(x.shape[1], classes * tiles)
+    if hidden:
+        model = torch.nn.Sequential(
+            torch.nn.Linear(x.shape[1], hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, classes * tiles),
+        )
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4 if hidden else 1e-3)
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
         per_tile = torch.nn.functional.cross_entropy(
@@ -71,8 +94,8 @@ def read_out_loss(features: np.ndarray, places: np.ndarray, unseen: np.ndarray, 
         )
         return (per_tile * m[rows]).sum() / m[rows].sum()
 
-    for _ in range(3):
-        for rows in torch.randperm(cut).split(512):
+    for _ in range(4 if hidden else 3):
+        for rows in torch.randperm(cut).split(1024 if hidden else 512):
             optimizer.zero_grad()
             loss(rows).backward()
             optimizer.step()
@@ -97,6 +120,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--rules", default="partnership")
     parser.add_argument("--positions", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--deep", action="store_true", help="add two-layer read-outs of the observation and of the move history"
+    )
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args(argv)
     if args.positions < 10:
@@ -107,7 +133,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         parser.error(f"--agent {args.agent!r} with --rules {args.rules!r}: {e}")
     if not isinstance(agent, PolicyAgent) or agent.observation == "history":
         parser.error(f"--agent must be a trained agent reading 'vector' or 'tracked', got {args.agent!r}")
-    observations, places = self_play_positions(agent, args.rules, args.positions, args.seed)
+    observations, places, history = self_play_positions(
+        agent, args.rules, args.positions, args.seed, also="history" if args.deep else None
+    )
     layout = layout_for(agent.rules, agent.observation)
     unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
     cut = round(0.9 * len(observations))
@@ -118,6 +146,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             agent.last_hidden_layer(observations), places, unseen, cut, args.seed
         ),
     }
+    if history is not None:
+        figures["a two-layer read-out of the observation"] = read_out_loss(
+            observations, places, unseen, cut, args.seed, hidden=DEEP_UNITS
+        )
+        figures["a two-layer read-out of the observation and the move history"] = read_out_loss(
+            np.concatenate([observations, history], axis=1), places, unseen, cut, args.seed, hidden=DEEP_UNITS
+        )
     table = [
         f"Where the hidden tiles are, on {len(observations) - cut:,} held-out positions of {args.agent} playing "
         f"itself ({args.rules}; read-outs fitted on {cut:,}):",

@@ -1376,7 +1376,8 @@ def test_rollouts_use_every_update_thread_only_when_the_games_step_in_this_proce
 def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_a_rounds_start(tmp_path):
     """benchmarks/hand_reading.py: at a partnership round's first move every other seat holds
     seven of the 21 tiles the observer cannot see, so each place is as likely and the counts
-    guess costs ln 3 a hidden tile; the places it reads put exactly those 21 in other hands."""
+    guess costs ln 3 a hidden tile; the places it reads put exactly those 21 in other hands, and
+    the same position in the "history" encoding beside it; --deep adds the two-layer read-outs."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("hand_reading", ROOT / "benchmarks" / "hand_reading.py")
@@ -1386,16 +1387,20 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
     from block_env.observations import layout_for
 
     agent = make_agent("pretrained:partnership_average", "partnership", seed=0)
-    observations, places = bench.self_play_positions(agent, "partnership", 1, seed=5)
+    observations, places, history = bench.self_play_positions(agent, "partnership", 1, seed=5, also="history")
     layout = layout_for(agent.rules, agent.observation)
     unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
     assert unseen.sum() == 21 and (places < 3).sum() == 21 and np.array_equal(places < 3, unseen > 0.5)
+    history_hand = history[:, layout_for(agent.rules, "history").slices["hand"]]
+    assert np.array_equal(history_hand, observations[:, layout.slices["hand"]])  # the same position
     assert bench.counts_loss(observations, places, unseen, layout, 0) == pytest.approx(np.log(3))
     table = tmp_path / "table.md"
     figures = bench.main(
         ["--positions", "400", "--agent", "pretrained:standard", "--rules", "standard", "--markdown", str(table)]
     )
     assert len(figures) == 3 and all(np.isfinite(list(figures.values())))
+    deep = bench.main(["--positions", "200", "--agent", "pretrained:standard", "--rules", "standard", "--deep"])
+    assert len(deep) == 5 and "a two-layer read-out of the observation and the move history" in deep
     assert "on 40 held-out positions" in table.read_text() and "fitted on 360" in table.read_text()
     with pytest.raises(SystemExit):
         bench.main(["--positions", "5"])
