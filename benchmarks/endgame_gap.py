@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
 from block_env.observations import layout_for  # noqa: E402
 from block_env.rules import PRESETS, Rules  # noqa: E402
-from block_env.training.teaching import split_held_out  # noqa: E402
+from block_env.training.teaching import held_out_cut  # noqa: E402
 
 
 def gaps(
@@ -35,26 +35,25 @@ def gaps(
 ) -> tuple[list[str], dict[int, int], dict[tuple[int, str], tuple[float, float]]]:
     """(table title, decisions per hand size, (hand size, spec) -> (share of teacher's best
     moves, points lost a decision)) on the first ``per_hand`` decisions of each hand size,
-    among the last ``held_out`` share of them (:func:`split_held_out`'s cut) when it is above 0."""
+    among the last ``held_out`` share of them (:func:`held_out_cut`) when it is above 0."""
     kept = np.load(path)
     about = json.loads(str(kept["about"]))
     rules, encoding = Rules.from_dict(about["rules"]), about["observation"]
     layout = layout_for(rules, encoding)
     observations = kept["observations"][:, : layout.size]  # an asymmetric critic's runs append the hidden hands
     masks, values = kept["masks"], np.nan_to_num(kept["values"], nan=-np.inf)
-    held = observations[:, layout.slices["hand_counts"].start].astype(int)
-    first = 0
     if held_out:
-        last_rows = split_held_out({"row": np.arange(len(masks))}, held_out)[1]["row"]
-        if not len(last_rows):
+        first = held_out_cut(len(masks), held_out)
+        if first == len(masks):
             raise ValueError(f"the last {held_out:g} of {len(masks)} decisions holds none")
-        first = int(last_rows[0])
+        observations, masks, values = observations[first:], masks[first:], values[first:]
+    held = observations[:, layout.slices["hand_counts"].start].astype(int)
     best = values.max(axis=1)
     counts: dict[int, int] = {}
     figures: dict[tuple[int, str], tuple[float, float]] = {}
     agents = [make_agent(spec, rules, seed=0) for spec in specs]
     for hand in sorted(set(held.tolist())):
-        rows = first + np.flatnonzero((held[first:] == hand) & (masks[first:].sum(axis=1) > 1))[:per_hand]
+        rows = np.flatnonzero((held == hand) & (masks.sum(axis=1) > 1))[:per_hand]
         counts[hand] = len(rows)
         for spec, agent in zip(specs, agents):
             columns = layout_for(rules, agent.observation).columns_in(layout)

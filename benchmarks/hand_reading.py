@@ -6,10 +6,11 @@ positions and scored on the last 10% (nats a hidden tile; lower knows more):
 - the hand counts alone: each unseen tile in each place as often as that place holds tiles;
 - a linear read-out of the observation (what the public record and the own hand tell);
 - a linear read-out of the network's last hidden layer (what the policy carries of it);
-- with ``--deep``, two-layer read-outs (512 units a layer) of the observation, and of the
-  observation with the round's whole move history (the "history" encoding) beside it: whether
-  a network could read more from the observation, or from the moves in their order, than a
-  linear read-out of the observation does.
+- with ``--deep``, two-layer read-outs (512 units a layer, four passes) of the observation, and
+  of the observation with the round's whole move history (the "history" encoding) beside it:
+  whether a small network fitted to these positions reads more from the observation, or from
+  the moves in their order, than a linear read-out of the observation does (a lower bound on
+  what is there to read, not the most any network could).
 
 A search that infers the hands from the moves beats one that does not by a wide margin; a
 policy whose hidden layer reads no better than the counts has not learned that inference.
@@ -37,56 +38,60 @@ DEEP_UNITS = 512
 
 
 def self_play_positions(
-    agent: PolicyAgent, preset: str, count: int, seed: int, also: str | None = None
+    agent: PolicyAgent, preset: str, count: int, seed: int, extra_encoding: str | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``count`` positions (every seat's turn, in game order) from rounds the agent plays at
     every seat (deal seeds ``seed``, ``seed + 1``, ...): its observations, each tile's place
     (:func:`~block_env.training.teaching.tile_places`: the other seat, relative, that holds it,
-    from 0; n - 1: none) and, with ``also``, the same positions in that encoding."""
+    from 0; n - 1: none) and, with ``extra_encoding``, the same positions in that encoding
+    (None without)."""
     import torch
 
     from block_env.training.teaching import tile_places
 
     kept = []  # each observation with the other seats' hands after it, as teacher decisions keep them
-    other = []
+    # The extra encoding (the move history: thousands of values a position) filled in place.
+    extra = (
+        None if extra_encoding is None else np.zeros((count, layout_for(agent.rules, extra_encoding).size), np.float32)
+    )
     deal, env = seed, raw_env(preset)  # one env, reset for each deal
     while len(kept) < count:
         env.reset(seed=deal)
         deal += 1
-        while not env.episode_over:
+        while not env.episode_over and len(kept) < count:
             seat = env.agent_selection
             obs = env.observe(seat, agent.observation)
+            if extra is not None:
+                extra[len(kept)] = env.observe(seat, extra_encoding)["observation"]
             kept.append(np.concatenate([obs["observation"], env.hidden_hands(seat)]))
-            if also is not None:
-                other.append(np.asarray(env.observe(seat, also)["observation"], dtype=np.float32))
             env.step(agent.act(obs))
-    rows = np.asarray(kept[:count], dtype=np.float32)
+    rows = np.asarray(kept, dtype=np.float32)
     width = layout_for(agent.rules, agent.observation).size
     places = tile_places(torch.as_tensor(rows), width, agent.rules.num_players - 1).numpy()
-    return rows[:, :width], places, (np.asarray(other[:count]) if also is not None else None)
+    return rows[:, :width], places, extra
 
 
 def read_out_loss(
-    features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int, hidden: int = 0
+    features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int, hidden_units: int = 0
 ) -> float:
     """A read-out (softmax over the places, per tile) fitted by cross-entropy on rows before
     ``cut`` (three passes of Adam), its mean loss over the unseen tiles of the rest: linear, or
-    with ``hidden``, two ReLU layers of that many units (four passes, a smaller step)."""
+    with ``hidden_units``, two ReLU layers of that many units (four passes, a smaller step)."""
     import torch
 
     torch.manual_seed(seed)
     tiles, classes = places.shape[1], int(places.max()) + 1
     x, y, m = torch.as_tensor(features), torch.as_tensor(places), torch.as_tensor(unseen)
     model: torch.nn.Module = torch.nn.Linear(x.shape[1], classes * tiles)
-    if hidden:
+    if hidden_units:
         model = torch.nn.Sequential(
-            torch.nn.Linear(x.shape[1], hidden),
+            torch.nn.Linear(x.shape[1], hidden_units),
             torch.nn.ReLU(),
-            torch.nn.Linear(hidden, hidden),
+            torch.nn.Linear(hidden_units, hidden_units),
             torch.nn.ReLU(),
-            torch.nn.Linear(hidden, classes * tiles),
+            torch.nn.Linear(hidden_units, classes * tiles),
         )
-    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4 if hidden else 1e-3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4 if hidden_units else 1e-3)
 
     def loss(rows: torch.Tensor) -> torch.Tensor:
         per_tile = torch.nn.functional.cross_entropy(
@@ -94,8 +99,8 @@ def read_out_loss(
         )
         return (per_tile * m[rows]).sum() / m[rows].sum()
 
-    for _ in range(4 if hidden else 3):
-        for rows in torch.randperm(cut).split(1024 if hidden else 512):
+    for _ in range(4 if hidden_units else 3):
+        for rows in torch.randperm(cut).split(1024 if hidden_units else 512):
             optimizer.zero_grad()
             loss(rows).backward()
             optimizer.step()
@@ -134,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if not isinstance(agent, PolicyAgent) or agent.observation == "history":
         parser.error(f"--agent must be a trained agent reading 'vector' or 'tracked', got {args.agent!r}")
     observations, places, history = self_play_positions(
-        agent, args.rules, args.positions, args.seed, also="history" if args.deep else None
+        agent, args.rules, args.positions, args.seed, extra_encoding="history" if args.deep else None
     )
     layout = layout_for(agent.rules, agent.observation)
     unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
@@ -148,10 +153,12 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     }
     if history is not None:
         figures["a two-layer read-out of the observation"] = read_out_loss(
-            observations, places, unseen, cut, args.seed, hidden=DEEP_UNITS
+            observations, places, unseen, cut, args.seed, hidden_units=DEEP_UNITS
         )
+        both = np.concatenate([observations, history], axis=1)
+        del history  # the widest arrays: one copy at a time
         figures["a two-layer read-out of the observation and the move history"] = read_out_loss(
-            np.concatenate([observations, history], axis=1), places, unseen, cut, args.seed, hidden=DEEP_UNITS
+            both, places, unseen, cut, args.seed, hidden_units=DEEP_UNITS
         )
     table = [
         f"Where the hidden tiles are, on {len(observations) - cut:,} held-out positions of {args.agent} playing "

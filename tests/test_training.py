@@ -1133,14 +1133,71 @@ def test_fitting_with_a_belief_weight_teaches_the_network_where_the_hidden_tiles
     agent_plays_legal_round(fitted[1], rules, seed=0)
 
 
-def test_fitting_with_hand_at_most_keeps_the_warm_starts_moves_where_the_seat_holds_more_tiles(tiny_run, tmp_path):
-    """With pretrain.hand_at_most, the targets are the teacher's where the deciding seat holds
-    that many tiles or fewer and the warm start's own move distribution at the others; the fit
-    reads them so (its agreement before fitting counts the start's own best move at the
-    earlier decisions), and the held-out decisions are measured against the same targets."""
+def _tiles_held(observations: np.ndarray, masks: np.ndarray, encoding: str) -> np.ndarray:
+    """The deciding seat's tiles in each row, read from its hand (not from the count piece)."""
+    from block_env.observations import read_public_view
 
+    return np.array(
+        [
+            len(read_public_view({"observation": o, "action_mask": m}, Rules(), encoding).hand_tiles)
+            for o, m in zip(observations, masks)
+        ]
+    )
+
+
+@pytest.mark.parametrize("encoding", ["vector", "tracked"])
+def test_hand_at_most_targets_are_the_teachers_late_and_the_warm_starts_own_moves_earlier(tiny_run, tmp_path, encoding):
+    """With pretrain.hand_at_most, the targets are the teacher's where the deciding seat holds
+    that many tiles or fewer and the warm start's own move distribution at the others: on
+    "vector" decisions, and on "tracked" ones with the hidden hands appended for the
+    full-information critic (a "vector" warm start reads its own columns of them)."""
     from block_env.observations import layout_for
-    from block_env.training.teaching import load_decisions, one_hot_targets, split_held_out, target_entropy
+    from block_env.training.teaching import load_decisions, one_hot_targets
+    from block_env.training.train import (
+        RunPaths,
+        build_model,
+        collect_teacher_decisions,
+        imitation_targets,
+        init_from_agent,
+        make_vec_env,
+    )
+
+    start = f"policy:{tiny_run / 'final'}"
+    values = yaml.safe_load(TINY.read_text()) | {"observation": encoding}
+    values["pretrain"] = values["pretrain"] | {"init_from": start, "hand_at_most": 4}
+    if encoding == "tracked":
+        values |= {"vec_env": "batched", "ppo": values["ppo"] | {"critic": "full_information"}}
+        values["pretrain"]["decisions"] = 120
+    config = config_from_dict(values)
+    env = make_vec_env(config, ["random"])
+    model = build_model(config, env, RunPaths(tmp_path / "model"))
+    init_from_agent(model, config)
+    env.close()
+    if encoding == "tracked":
+        data = collect_teacher_decisions(config, progress=False)
+    else:
+        data = load_decisions(tiny_run / "teacher_decisions.npz", config, model.observation_space.shape[0], 57)
+    targets = imitation_targets(data, config, model.policy)
+
+    width = layout_for(Rules(), encoding).size  # the hidden hands, where kept, come after
+    late = _tiles_held(data["observations"][:, :width], data["masks"], encoding) <= 4
+    assert 0 < late.sum() < len(late)  # both kinds of decision
+    assert np.array_equal(targets[late], one_hot_targets(data["actions"], 57)[late])
+    columns = layout_for(Rules(), "vector").columns_in(layout_for(Rules(), encoding))
+    logits = make_agent(start, Rules()).logits(data["observations"][~late][:, columns])
+    legal = data["masks"][~late]
+    expected = np.exp(np.where(legal, logits - logits.max(axis=1, keepdims=True), -np.inf))
+    assert np.allclose(targets[~late], expected / expected.sum(axis=1, keepdims=True), atol=1e-5)
+    with pytest.raises(ValueError, match="pretrain.hand_at_most's targets read the warm start's policy"):
+        imitation_targets(data, config)
+
+
+def test_a_fit_with_hand_at_most_reads_those_targets_and_is_measured_on_them(tiny_run, tmp_path):
+    """The fit reads pretrain.hand_at_most's targets (its agreement before fitting counts the
+    start's own best move at the earlier decisions), the held-out decisions are measured
+    against the same targets, and the option is refused without a warm start or below 2."""
+    from block_env.observations import layout_for
+    from block_env.training.teaching import load_decisions, split_held_out, target_entropy
     from block_env.training.train import RunPaths, build_model, imitation_targets, init_from_agent, make_vec_env, train
 
     start = f"policy:{tiny_run / 'final'}"
@@ -1150,39 +1207,27 @@ def test_fitting_with_hand_at_most_keeps_the_warm_starts_moves_where_the_seat_ho
         "decisions": 0,
         "earlier_decisions": [str(tiny_run / "teacher_decisions.npz")],
         "hand_at_most": 4,
+        "holdout": 0.25,
     }
     config = config_from_dict(values)
+    summary = train(config, tmp_path / "run", progress=False)["pretrain"]
+
+    data = load_decisions(tiny_run / "teacher_decisions.npz", config, layout_for(Rules(), "vector").size, 57)
+    fitted, held_out = split_held_out(data, 0.25)
+    start_moves = np.where(fitted["masks"], make_agent(start, Rules()).logits(fitted["observations"]), -np.inf)
+    agrees = start_moves.argmax(axis=1) == fitted["actions"]
+    earlier = _tiles_held(fitted["observations"], fitted["masks"], "vector") > 4
+    assert summary["agreement"] == pytest.approx(np.mean(agrees | earlier))
     env = make_vec_env(config, ["random"])
     model = build_model(config, env, RunPaths(tmp_path / "model"))
     init_from_agent(model, config)
     env.close()
-    data = load_decisions(tiny_run / "teacher_decisions.npz", config, model.observation_space.shape[0], 57)
-    targets = imitation_targets(data, config, model.policy)
-
-    held = data["observations"][:, layout_for(Rules(), "vector").slices["hand_counts"].start]
-    late = held <= 4
-    assert 0 < late.sum() < len(late)  # both kinds of decision
-    assert np.array_equal(targets[late], one_hot_targets(data["actions"], 57)[late])
-    logits = make_agent(start, Rules()).logits(data["observations"][~late])
-    legal = data["masks"][~late]
-    expected = np.exp(np.where(legal, logits - logits.max(axis=1, keepdims=True), -np.inf))
-    assert np.allclose(targets[~late], expected / expected.sum(axis=1, keepdims=True), atol=1e-5)
-
-    values["pretrain"]["holdout"] = 0.25
-    summary = train(config_from_dict(values), tmp_path / "run", progress=False)["pretrain"]
-    fitted, held_out = split_held_out(data, 0.25)
-    start_moves = np.where(fitted["masks"], make_agent(start, Rules()).logits(fitted["observations"]), -np.inf)
-    agrees = start_moves.argmax(axis=1) == fitted["actions"]
-    earlier = fitted["observations"][:, layout_for(Rules(), "vector").slices["hand_counts"].start] > 4
-    assert summary["agreement"] == pytest.approx(np.mean(agrees | earlier))
     expected_entropy = target_entropy(imitation_targets(held_out, config, model.policy))
     assert summary["held_out_target_entropy"] == pytest.approx(expected_entropy, rel=1e-5)
-    with pytest.raises(
-        ValueError, match=r"pretrain\.hand_at_most \(4\) needs pretrain\.teacher and pretrain\.init_from"
-    ):
+    with pytest.raises(ValueError, match=r"pretrain\.hand_at_most \(4\) needs pretrain\.init_from: the teacher's"):
         config_from_dict(values | {"pretrain": values["pretrain"] | {"init_from": None}})
-    with pytest.raises(ValueError, match=r"pretrain\.hand_at_most must be an int >= 1, got 0"):
-        config_from_dict(values | {"pretrain": values["pretrain"] | {"hand_at_most": 0}})
+    with pytest.raises(ValueError, match=r"pretrain\.hand_at_most must be an int >= 2, got 1"):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"hand_at_most": 1}})
 
 
 def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_policys_choices(tiny_run, tmp_path):
@@ -1217,6 +1262,39 @@ def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_po
     assert summary["held_out_value"] == pytest.approx(expected, rel=1e-5) == by_epoch[summary["kept_epoch"]]["value"]
     best, worst = np.nanmax(held["values"], axis=1).mean(), np.nanmin(held["values"], axis=1).mean()
     assert all(worst <= fit["value"] <= best for fit in by_epoch)
+
+
+def test_the_endgame_gap_benchmark_reads_only_the_held_out_decisions_when_asked(tiny_run, tmp_path):
+    """benchmarks/endgame_gap.py --held-out: the decisions per hand size are those of the last
+    share (the ones a fit with that pretrain.holdout never saw), each agent's share of best
+    moves and points lost in range; a share holding none is refused."""
+    import importlib.util
+
+    from block_env.observations import layout_for
+    from block_env.training.teaching import held_out_cut, save_decisions
+
+    spec = importlib.util.spec_from_file_location("endgame_gap", ROOT / "benchmarks" / "endgame_gap.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    saved = np.load(tiny_run / "teacher_decisions.npz")
+    data = {key: saved[key] for key in saved.files if key != "about"}
+    rng = np.random.default_rng(0)
+    data["values"] = np.where(data["masks"], rng.normal(0.0, 5.0, data["masks"].shape), np.nan).astype(np.float32)
+    values = yaml.safe_load(TINY.read_text())
+    values["pretrain"] = values["pretrain"] | {"teacher": "search", "targets": "values"}
+    path = tmp_path / "searched.npz"
+    save_decisions(path, data, config_from_dict(values))
+
+    _, counts, figures = bench.gaps(str(path), ["random"], per_hand=10_000, held_out=0.25)
+    count = layout_for(Rules(), "vector").slices["hand_counts"].start  # the observer's
+    last = data["observations"][held_out_cut(len(data["actions"]), 0.25) :, count]
+    assert counts == {hand: int((last == hand).sum()) for hand in sorted(set(last.astype(int).tolist()))}
+    assert all(0.0 <= share <= 1.0 and lost >= 0.0 for share, lost in figures.values())
+    _, every, _ = bench.gaps(str(path), ["random"], per_hand=10_000)
+    assert sum(every.values()) == len(data["actions"]) > sum(counts.values())
+    with pytest.raises(ValueError, match="the last 0.001 of 300 decisions holds none"):
+        bench.gaps(str(path), ["random"], per_hand=10, held_out=0.001)
 
 
 def test_saved_teacher_decisions_that_do_not_fit_the_run_are_refused_naming_the_file(tiny_run, tmp_path):
@@ -1387,7 +1465,7 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
     from block_env.observations import layout_for
 
     agent = make_agent("pretrained:partnership_average", "partnership", seed=0)
-    observations, places, history = bench.self_play_positions(agent, "partnership", 1, seed=5, also="history")
+    observations, places, history = bench.self_play_positions(agent, "partnership", 1, seed=5, extra_encoding="history")
     layout = layout_for(agent.rules, agent.observation)
     unseen = 1.0 - observations[:, layout.slices["hand"]] - observations[:, layout.slices["played"]]
     assert unseen.sum() == 21 and (places < 3).sum() == 21 and np.array_equal(places < 3, unseen > 0.5)
@@ -1401,6 +1479,7 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
     assert len(figures) == 3 and all(np.isfinite(list(figures.values())))
     deep = bench.main(["--positions", "200", "--agent", "pretrained:standard", "--rules", "standard", "--deep"])
     assert len(deep) == 5 and "a two-layer read-out of the observation and the move history" in deep
+    assert all(np.isfinite(list(deep.values())))
     assert "on 40 held-out positions" in table.read_text() and "fitted on 360" in table.read_text()
     with pytest.raises(SystemExit):
         bench.main(["--positions", "5"])

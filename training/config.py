@@ -229,10 +229,11 @@ class PretrainConfig:
     decision fitted, the last pass kept."""
     hand_at_most: int | None = None
     """Fit the teacher's targets only at the decisions where the deciding seat holds this many
-    tiles or fewer; at the others the targets are the warm start's own move distribution (its
+    tiles (2 or more) or fewer; at the others the targets are the warm start's own move distribution (its
     softmax over the legal moves), so the fit teaches the late decisions and holds the earlier
-    ones where they were. Needs ``init_from``: the network whose earlier play is kept. Null:
-    the teacher's targets at every decision."""
+    ones where they were. Needs ``init_from``: the network whose earlier play is kept. The
+    fit's agreement and losses are measured against these targets; the held-out ``value``
+    reads the teacher's values at every decision. Null: the teacher's targets at every decision."""
     belief_weight: float = 0.0
     """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
     the policy network's last hidden layer learns, for every tile, which other seat holds it
@@ -267,12 +268,13 @@ class PretrainConfig:
         if check_number("pretrain.holdout", self.holdout, 0.0) >= 1:
             raise ValueError(f"pretrain.holdout must be below 1 (a share of the decisions), got {self.holdout!r}")
         if self.hand_at_most is not None:
-            check_int("pretrain.hand_at_most", self.hand_at_most, low=1)
-            if self.teacher is None or self.init_from is None:
-                raise ValueError(
-                    f"pretrain.hand_at_most ({self.hand_at_most!r}) needs pretrain.teacher and pretrain.init_from: "
-                    "the teacher's targets at the late decisions, the warm start's own moves at the others"
-                )
+            check_int("pretrain.hand_at_most", self.hand_at_most, low=2)  # one tile: the same tile either end
+            for key, value in (("pretrain.teacher", self.teacher), ("pretrain.init_from", self.init_from)):
+                if value is None:
+                    raise ValueError(
+                        f"pretrain.hand_at_most ({self.hand_at_most!r}) needs {key}: the teacher's targets at the "
+                        "late decisions, the warm start's own moves at the others"
+                    )
         if self.holdout and self.teacher is None:
             raise ValueError(
                 f"pretrain.holdout ({self.holdout!r}) needs pretrain.teacher: it holds out teacher decisions"

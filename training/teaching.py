@@ -10,7 +10,7 @@ import json
 import multiprocessing
 import queue
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -467,6 +467,29 @@ class PolicyTargets:
     values: np.ndarray | None = None
 
 
+def evaluated_batches(
+    policy: Any, observations: np.ndarray, masks: np.ndarray, batch_size: int, rows: np.ndarray | None = None
+) -> Iterator[tuple[np.ndarray, Any, Any]]:
+    """The policy's masked logits and last hidden layer (:func:`policy_outputs`) batch by
+    batch over ``rows`` of the observations (every row by default), each batch with its row
+    numbers: in evaluation mode, without gradients, the policy's mode restored at the end.
+    Only each batch's rows are copied out of the arrays."""
+    import torch
+
+    rows = np.arange(len(observations)) if rows is None else rows
+    training = policy.training
+    policy.set_training_mode(False)
+    try:
+        with torch.no_grad():
+            for start in range(0, len(rows), batch_size):
+                batch = rows[start : start + batch_size]
+                obs, legal = torch.as_tensor(observations[batch]), torch.as_tensor(masks[batch])
+                logits, _, latent = policy_outputs(policy, obs, legal)
+                yield batch, logits, latent
+    finally:
+        policy.set_training_mode(training)
+
+
 def policy_figures(
     policy: Any, decisions: PolicyTargets, batch_size: int, belief_head: Any = None, other_seats: int = 1
 ) -> dict[str, float]:
@@ -480,23 +503,17 @@ def policy_figures(
     With a ``belief_head``, its :func:`hidden_tile_loss` there too (``belief_loss``)."""
     import torch
 
-    training = policy.training
-    policy.set_training_mode(False)
     loss_sum = correct = value_sum = belief_sum = 0.0
-    with torch.no_grad():
-        for start in range(0, len(decisions.targets), batch_size):
-            rows = slice(start, start + batch_size)
-            obs, legal = torch.as_tensor(decisions.observations[rows]), torch.as_tensor(decisions.masks[rows])
-            logits, _, latent = policy_outputs(policy, obs, legal)
-            if belief_head is not None:
-                belief_sum += hidden_tile_loss(belief_head, latent, obs, policy, other_seats).item() * len(obs)
-            target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
-            loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
-            chosen = logits.argmax(-1)
-            correct += (chosen == target.argmax(-1)).sum().item()
-            if decisions.values is not None:
-                value_sum += float(np.take_along_axis(decisions.values[rows], chosen.numpy()[:, None], 1).sum())
-    policy.set_training_mode(training)
+    for rows, logits, latent in evaluated_batches(policy, decisions.observations, decisions.masks, batch_size):
+        if belief_head is not None:
+            obs = torch.as_tensor(decisions.observations[rows])
+            belief_sum += hidden_tile_loss(belief_head, latent, obs, policy, other_seats).item() * len(rows)
+        target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
+        loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
+        chosen = logits.argmax(-1)
+        correct += (chosen == target.argmax(-1)).sum().item()
+        if decisions.values is not None:
+            value_sum += float(np.take_along_axis(decisions.values[rows], chosen.numpy()[:, None], 1).sum())
     count = len(decisions.targets)
     figures = {"loss": loss_sum / count, "agreement": correct / count}
     if decisions.values is not None:
@@ -506,21 +523,19 @@ def policy_figures(
     return figures
 
 
-def policy_distribution(policy: Any, observations: np.ndarray, masks: np.ndarray, batch_size: int) -> np.ndarray:
-    """The policy's move distribution (softmax over the legal moves; 0 elsewhere) in each row
-    of ``observations``, measured in evaluation mode (the policy's mode restored)."""
+def policy_distribution(
+    policy: Any, observations: np.ndarray, masks: np.ndarray, batch_size: int, rows: np.ndarray
+) -> np.ndarray:
+    """The policy's move distribution (softmax over the legal moves; 0 elsewhere) at ``rows``
+    of the observations, one row each, in evaluation mode."""
     import torch
 
-    training = policy.training
-    policy.set_training_mode(False)
-    rows = []
-    with torch.no_grad():
-        for start in range(0, len(observations), batch_size):
-            batch = slice(start, start + batch_size)
-            logits, _, _ = policy_outputs(policy, torch.as_tensor(observations[batch]), torch.as_tensor(masks[batch]))
-            rows.append(torch.softmax(logits, -1).numpy())
-    policy.set_training_mode(training)
-    return np.concatenate(rows) if rows else np.zeros(masks.shape, dtype=np.float32)
+    distributions = np.zeros((len(rows), masks.shape[1]), dtype=np.float32)
+    done = 0
+    for batch, logits, _ in evaluated_batches(policy, observations, masks, batch_size, rows):
+        distributions[done : done + len(batch)] = torch.softmax(logits, -1).numpy()
+        done += len(batch)
+    return distributions
 
 
 def target_entropy(targets: np.ndarray) -> float:
@@ -538,5 +553,15 @@ def split_held_out(data: dict[str, np.ndarray], share: float) -> tuple[dict[str,
     """A set of teacher decisions as the part to fit and the last ``share`` of it held out.
     Decisions are saved game after game (each process's games in turn), so the held-out part
     is the last games saved, whole but for the one the cut falls in."""
-    cut = len(data["actions"]) - round(share * len(data["actions"]))
+    cut = held_out_cut(len(data["actions"]), share)
     return {key: array[:cut] for key, array in data.items()}, {key: array[cut:] for key, array in data.items()}
+
+
+def held_out_cut(decisions: int, share: float) -> int:
+    """The first held-out row of ``decisions`` saved in order when the last ``share`` is held out.
+
+    Examples:
+        >>> held_out_cut(250_000, 0.1)
+        225000
+    """
+    return decisions - round(share * decisions)

@@ -451,20 +451,22 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
     }
 
 
-def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig, policy: Any) -> np.ndarray:
+def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig, warm_start: Any = None) -> np.ndarray:
     """What the policy is fitted to on a set of teacher decisions: its move values' softmax
     (``pretrain.targets: values``) or the teacher's moves; with ``pretrain.hand_at_most``, the
-    ``policy``'s own move distribution (the warm start's, read before fitting) where the
-    deciding seat holds more tiles."""
+    ``warm_start`` policy's own move distribution (the caller passes it before fitting) where
+    the deciding seat holds more tiles."""
     if config.pretrain.targets == "values":
         targets = move_value_targets(data["values"], config.pretrain.temperature)
     else:
         targets = one_hot_targets(data["actions"], data["masks"].shape[1])
     if config.pretrain.hand_at_most is not None:
+        if warm_start is None:
+            raise ValueError("pretrain.hand_at_most's targets read the warm start's policy: pass it")
         held = layout_for(config.resolved_rules(), config.observation).slices["hand_counts"].start  # the observer's
-        earlier = data["observations"][:, held] > config.pretrain.hand_at_most
+        earlier = np.flatnonzero(data["observations"][:, held] > config.pretrain.hand_at_most)
         targets[earlier] = policy_distribution(
-            policy, data["observations"][earlier], data["masks"][earlier], config.pretrain.batch_size
+            warm_start, data["observations"], data["masks"], config.pretrain.batch_size, earlier
         )
     return targets
 
