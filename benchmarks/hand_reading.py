@@ -75,8 +75,9 @@ def read_out_loss(
     features: np.ndarray, places: np.ndarray, unseen: np.ndarray, cut: int, seed: int, hidden_units: int = 0
 ) -> float:
     """A read-out (softmax over the places, per tile) fitted by cross-entropy on rows before
-    ``cut`` (three passes of Adam), its mean loss over the unseen tiles of the rest: linear, or
-    with ``hidden_units``, two ReLU layers of that many units (four passes, a smaller step)."""
+    ``cut`` (three passes of Adam in batches of 512), its mean loss over the unseen tiles of the
+    rest: linear, or with ``hidden_units``, two ReLU layers of that many units (four passes in
+    batches of 1,024, a smaller step)."""
     import torch
 
     torch.manual_seed(seed)

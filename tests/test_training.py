@@ -1224,8 +1224,9 @@ def test_a_fit_with_hand_at_most_reads_those_targets_and_is_measured_on_them(tin
     env.close()
     expected_entropy = target_entropy(imitation_targets(held_out, config, model.policy))
     assert summary["held_out_target_entropy"] == pytest.approx(expected_entropy, rel=1e-5)
-    with pytest.raises(ValueError, match=r"pretrain\.hand_at_most \(4\) needs pretrain\.init_from: the teacher's"):
-        config_from_dict(values | {"pretrain": values["pretrain"] | {"init_from": None}})
+    for key in ("teacher", "init_from"):
+        with pytest.raises(ValueError, match=rf"pretrain\.hand_at_most \(4\) needs pretrain\.{key}: the teacher's"):
+            config_from_dict(values | {"pretrain": values["pretrain"] | {key: None}})
     with pytest.raises(ValueError, match=r"pretrain\.hand_at_most must be an int >= 2, got 1"):
         config_from_dict(values | {"pretrain": values["pretrain"] | {"hand_at_most": 1}})
 
@@ -1266,8 +1267,8 @@ def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_po
 
 def test_the_endgame_gap_benchmark_reads_only_the_held_out_decisions_when_asked(tiny_run, tmp_path):
     """benchmarks/endgame_gap.py --held-out: the decisions per hand size are those of the last
-    share (the ones a fit with that pretrain.holdout never saw), each agent's share of best
-    moves and points lost in range; a share holding none is refused."""
+    share (the ones a fit with that pretrain.holdout never saw), read exactly as a file of those
+    decisions alone is; a share holding none is refused."""
     import importlib.util
 
     from block_env.observations import layout_for
@@ -1286,12 +1287,14 @@ def test_the_endgame_gap_benchmark_reads_only_the_held_out_decisions_when_asked(
     path = tmp_path / "searched.npz"
     save_decisions(path, data, config_from_dict(values))
 
-    _, counts, figures = bench.gaps(str(path), ["random"], per_hand=10_000, held_out=0.25)
-    count = layout_for(Rules(), "vector").slices["hand_counts"].start  # the observer's
-    last = data["observations"][held_out_cut(len(data["actions"]), 0.25) :, count]
+    _, counts, figures = bench.gaps(str(path), ["greedy"], per_hand=10_000, held_out=0.25)
+    cut = held_out_cut(len(data["actions"]), 0.25)
+    last = data["observations"][cut:, layout_for(Rules(), "vector").slices["hand_counts"].start]
     assert counts == {hand: int((last == hand).sum()) for hand in sorted(set(last.astype(int).tolist()))}
-    assert all(0.0 <= share <= 1.0 and lost >= 0.0 for share, lost in figures.values())
-    _, every, _ = bench.gaps(str(path), ["random"], per_hand=10_000)
+    save_decisions(tmp_path / "last.npz", {key: array[cut:] for key, array in data.items()}, config_from_dict(values))
+    _, alone_counts, alone = bench.gaps(str(tmp_path / "last.npz"), ["greedy"], per_hand=10_000)
+    assert (alone_counts, alone) == (counts, figures)  # the same decisions, masks and values read
+    _, every, _ = bench.gaps(str(path), ["greedy"], per_hand=10_000)
     assert sum(every.values()) == len(data["actions"]) > sum(counts.values())
     with pytest.raises(ValueError, match="the last 0.001 of 300 decisions holds none"):
         bench.gaps(str(path), ["random"], per_hand=10, held_out=0.001)

@@ -229,11 +229,12 @@ class PretrainConfig:
     decision fitted, the last pass kept."""
     hand_at_most: int | None = None
     """Fit the teacher's targets only at the decisions where the deciding seat holds this many
-    tiles (2 or more) or fewer; at the others the targets are the warm start's own move distribution (its
-    softmax over the legal moves), so the fit teaches the late decisions and holds the earlier
-    ones where they were. Needs ``init_from``: the network whose earlier play is kept. The
-    fit's agreement and losses are measured against these targets; the held-out ``value``
-    reads the teacher's values at every decision. Null: the teacher's targets at every decision."""
+    tiles (2 or more) or fewer; at the others the targets are the warm start's own move
+    distribution (its softmax over the legal moves), so the fit teaches the late decisions and
+    holds the earlier ones where they were. Needs ``teacher`` and ``init_from`` (the network
+    whose earlier play is kept). The fit's agreement and losses are measured against these
+    targets; the held-out ``value`` reads the teacher's values at every decision. Null: the
+    teacher's targets at every decision."""
     belief_weight: float = 0.0
     """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
     the policy network's last hidden layer learns, for every tile, which other seat holds it

@@ -469,11 +469,12 @@ class PolicyTargets:
 
 def evaluated_batches(
     policy: Any, observations: np.ndarray, masks: np.ndarray, batch_size: int, rows: np.ndarray | None = None
-) -> Iterator[tuple[np.ndarray, Any, Any]]:
-    """The policy's masked logits and last hidden layer (:func:`policy_outputs`) batch by
-    batch over ``rows`` of the observations (every row by default), each batch with its row
-    numbers: in evaluation mode, without gradients, the policy's mode restored at the end.
-    Only each batch's rows are copied out of the arrays."""
+) -> Iterator[tuple[np.ndarray, Any, Any, Any]]:
+    """Batch by batch over ``rows`` of the observations (every row by default): each batch's
+    row numbers, its observations (a tensor), and the policy's masked logits and last hidden
+    layer there (:func:`policy_outputs`). Only each batch's rows are copied out of the arrays.
+    The policy stays in evaluation mode, without gradients, until the loop ends (the caller's
+    loop body runs so too); its mode is restored then, or when the generator is closed."""
     import torch
 
     rows = np.arange(len(observations)) if rows is None else rows
@@ -485,7 +486,7 @@ def evaluated_batches(
                 batch = rows[start : start + batch_size]
                 obs, legal = torch.as_tensor(observations[batch]), torch.as_tensor(masks[batch])
                 logits, _, latent = policy_outputs(policy, obs, legal)
-                yield batch, logits, latent
+                yield batch, obs, logits, latent
     finally:
         policy.set_training_mode(training)
 
@@ -504,9 +505,8 @@ def policy_figures(
     import torch
 
     loss_sum = correct = value_sum = belief_sum = 0.0
-    for rows, logits, latent in evaluated_batches(policy, decisions.observations, decisions.masks, batch_size):
+    for rows, obs, logits, latent in evaluated_batches(policy, decisions.observations, decisions.masks, batch_size):
         if belief_head is not None:
-            obs = torch.as_tensor(decisions.observations[rows])
             belief_sum += hidden_tile_loss(belief_head, latent, obs, policy, other_seats).item() * len(rows)
         target = torch.as_tensor(decisions.targets[rows], dtype=torch.float32)
         loss_sum += torch.nn.functional.cross_entropy(logits, target, reduction="sum").item()
@@ -532,7 +532,7 @@ def policy_distribution(
 
     distributions = np.zeros((len(rows), masks.shape[1]), dtype=np.float32)
     done = 0
-    for batch, logits, _ in evaluated_batches(policy, observations, masks, batch_size, rows):
+    for batch, _, logits, _ in evaluated_batches(policy, observations, masks, batch_size, rows):
         distributions[done : done + len(batch)] = torch.softmax(logits, -1).numpy()
         done += len(batch)
     return distributions
