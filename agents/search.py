@@ -174,7 +174,7 @@ class SearchAgent(Agent):
             if engine != "batched":
                 raise ValueError(f"search hand_at_most runs on the batched engine (engine='batched'), got {engine!r}")
         self.hand_at_most = hand_at_most
-        self._hand_count = layout_for(self.rules, self.observation).slices["hand_counts"].start  # seat 0's
+        self._hand_count = layout_for(self.rules, self.observation).offset("hand_counts")  # seat 0's
         self.engine = engine
         self.guide = guide
         self._reads_moves = reads_moves

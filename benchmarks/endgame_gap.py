@@ -47,7 +47,7 @@ def gaps(
         if first == len(masks):
             raise ValueError(f"the last {held_out:g} of {len(masks)} decisions holds none")
         observations, masks, values = observations[first:], masks[first:], values[first:]
-    held = observations[:, layout.slices["hand_counts"].start].astype(int)
+    held = observations[:, layout.offset("hand_counts")].astype(int)  # the observer's
     best = values.max(axis=1)
     counts: dict[int, int] = {}
     figures: dict[tuple[int, str], tuple[float, float]] = {}

@@ -463,7 +463,7 @@ def imitation_targets(data: dict[str, np.ndarray], config: TrainConfig, warm_sta
     if config.pretrain.hand_at_most is not None:
         if warm_start is None:
             raise ValueError("pretrain.hand_at_most's targets read the warm start's policy: pass it")
-        held = layout_for(config.resolved_rules(), config.observation).slices["hand_counts"].start  # the observer's
+        held = layout_for(config.resolved_rules(), config.observation).offset("hand_counts")  # the observer's
         earlier = np.flatnonzero(data["observations"][:, held] > config.pretrain.hand_at_most)
         targets[earlier] = policy_distribution(
             warm_start, data["observations"], data["masks"], config.pretrain.batch_size, earlier
