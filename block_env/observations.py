@@ -101,6 +101,24 @@ class Layout:
             columns.append(np.arange(target.slices[piece.name].start, target.slices[piece.name].stop))
         return np.concatenate(columns)
 
+    @cached_property
+    def mirror_columns(self) -> np.ndarray:
+        """The column order that mirrors an observation: ``obs[..., layout.mirror_columns]`` is
+        the same position with the line's left and right ends swapped (the rows of ``ends``);
+        every other piece of "vector" and "tracked" reads the same either way round. With
+        :attr:`~block_env.tiles.TileSet.mirror_actions` it shows a policy the same decision
+        mirrored (read-only). ValueError for a layout with a move sequence ("history"): there
+        the opening's ends follow from its tile, so a mirrored line cannot be written."""
+        if any(piece.columns is not None for piece in self.pieces):
+            raise ValueError(
+                f"the {self.name!r} layout's move rows cannot be mirrored (the opening's ends are implied)"
+            )
+        columns = np.arange(self.size)
+        ends = columns[self.slices["ends"]].reshape(2, -1)
+        ends[:] = ends[::-1].copy()
+        columns.flags.writeable = False
+        return columns
+
     def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """Named, reshaped views into ``buffer`` (writes go through)."""
         if buffer.shape != (self.size,):

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
+
+import numpy as np
 
 from block_env.validation import is_int
 
@@ -65,6 +67,16 @@ class TileSet:
     @property
     def pass_action(self) -> int:
         return 2 * len(self.tiles)
+
+    @cached_property
+    def mirror_actions(self) -> np.ndarray:
+        """The action order that mirrors a move: ``values[..., tiles.mirror_actions]`` reads each
+        tile on the other end (the pass stays the pass), as a policy's moves read when the line's
+        ends are swapped (read-only)."""
+        actions = np.arange(self.num_actions)
+        actions[:-1] ^= 1  # 2i (left) <-> 2i + 1 (right)
+        actions.flags.writeable = False
+        return actions
 
     @property
     def full_mask(self) -> int:

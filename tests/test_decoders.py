@@ -10,7 +10,7 @@ import pytest
 from conftest import round_of
 
 from block_env import Rules, decode_observation, raw_env
-from block_env.observations import read_public_view
+from block_env.observations import history_layout, layout_for, read_public_view
 
 FACTS = ("hand", "to_play", "hand_counts", "scores", "ends", "played", "opening", "leader", "voids", "passes")
 
@@ -67,3 +67,42 @@ def test_every_decoder_reads_the_engines_public_facts_at_every_turn(preset):
             with_passes += rnd.passes > 0
             env.step(int(rng.choice(env.legal_actions())))
     assert turns > 50 and with_passes > 0  # passes were read, not only their absence
+
+
+@pytest.mark.parametrize("preset", ["standard", "partnership"])
+@pytest.mark.parametrize("observation", ["vector", "tracked"])
+def test_a_mirrored_observation_is_the_position_with_its_ends_swapped(preset, observation):
+    """At every turn after the opening: the mirrored observation reads the same facts with the
+    ends swapped, and the mirrored legal moves are the moves legal against the swapped ends."""
+    rules = Rules.preset(preset)
+    ts = rules.tile_set
+    layout = layout_for(rules, observation)
+    rng = np.random.default_rng(9)
+    mirrored_turns = 0
+    for seed in range(8):
+        env = raw_env(rules, observation=observation)
+        env.reset(seed=seed)
+        while not all(env.terminations.values()):
+            seen = env.observe(env.agent_selection)
+            obs, mask = seen["observation"], seen["action_mask"]
+            facts = decode_observation(obs, rules, observation)
+            if facts["ends"] is not None:
+                mirror = decode_observation(obs[layout.mirror_columns], rules, observation)
+                left, right = facts["ends"]
+                assert mirror == {**facts, "ends": (right, left)}
+                # Independently: tile i fits end e when it carries that end's value.
+                swapped = np.zeros_like(mask)
+                for i, tile in enumerate(ts.tiles):
+                    if tile in facts["hand"]:
+                        swapped[2 * i] = right in tile
+                        swapped[2 * i + 1] = left in tile
+                swapped[ts.pass_action] = not swapped.any()
+                assert np.array_equal(mask[ts.mirror_actions], swapped)
+                mirrored_turns += 1
+            env.step(int(rng.choice(np.flatnonzero(mask))))
+    assert mirrored_turns > 60
+
+
+def test_the_history_layout_refuses_to_mirror():
+    with pytest.raises(ValueError, match="'history' layout's move rows cannot be mirrored"):
+        _ = history_layout(Rules.preset("standard")).mirror_columns

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from conftest import agent_plays_legal_round, assert_same_decisions_under_redeals
 
-from block_env import PRESETS, Rules, raw_env
+from block_env import PRESETS, Rules, decode_observation, raw_env
 from block_env.agents import make_agent, make_env
 from block_env.agents.policy import build_policy, save_agent
 from block_env.cli import main
@@ -1486,3 +1486,70 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
     assert "on 40 held-out positions" in table.read_text() and "fitted on 360" in table.read_text()
     with pytest.raises(SystemExit):
         bench.main(["--positions", "5"])
+
+
+def test_mirrored_decisions_follow_the_played_ones_with_their_ends_and_moves_swapped(tmp_path):
+    """with_mirrored keeps the decisions as played and adds each one made after the opening,
+    mirrored: its ends swapped (the hidden hands appended for the full-information critic read
+    the same), its legal moves and target moved to the other end, its return kept."""
+    from block_env.observations import layout_for
+    from block_env.training.teaching import one_hot_targets, with_mirrored
+    from block_env.training.train import collect_teacher_decisions
+
+    values = yaml.safe_load(TINY.read_text()) | {"observation": "tracked", "vec_env": "batched"}
+    values["ppo"] = values["ppo"] | {"critic": "full_information"}
+    values["pretrain"] = values["pretrain"] | {"decisions": 120, "mirror": True}
+    config = config_from_dict(values)
+    data = collect_teacher_decisions(config, progress=False)
+    rules, layout = Rules(), layout_for(Rules(), "tracked")
+    targets = one_hot_targets(data["actions"], 57)
+    observations, masks, mirrored_targets, returns = with_mirrored(
+        layout, rules.tile_set, data["observations"], data["masks"], targets, data["returns"]
+    )
+
+    n = len(targets)
+    opened = [decode_observation(o[: layout.size], rules, "tracked")["ends"] is not None for o in data["observations"]]
+    later = np.flatnonzero(opened)
+    assert 0 < len(later) < n and len(observations) == n + len(later)
+    assert np.array_equal(observations[:n], data["observations"]) and np.array_equal(mirrored_targets[:n], targets)
+    for row, source in zip(range(n, len(observations)), later):
+        played = decode_observation(data["observations"][source][: layout.size], rules, "tracked")
+        mirror = decode_observation(observations[row][: layout.size], rules, "tracked")
+        assert mirror == {**played, "ends": played["ends"][::-1]}
+        assert np.array_equal(observations[row][layout.size :], data["observations"][source][layout.size :])
+        action = int(data["actions"][source])
+        other_end = action if action == rules.tile_set.pass_action else action ^ 1
+        assert mirrored_targets[row].argmax() == other_end and masks[row][other_end]
+        assert masks[row].sum() == data["masks"][source].sum() and returns[row] == returns[source]
+
+
+def test_a_mirrored_fit_fits_both_orientations_and_is_refused_without_a_teacher_or_with_history(tiny_run, tmp_path):
+    """pretrain.mirror fits each decision after the opening twice (the held-out ones once), and
+    its configuration errors name what is missing."""
+    from block_env.observations import layout_for
+    from block_env.training.teaching import load_decisions, split_held_out
+    from block_env.training.train import train
+
+    values = yaml.safe_load(TINY.read_text()) | {"total_timesteps": 256}
+    values["pretrain"] = values["pretrain"] | {
+        "decisions": 0,
+        "earlier_decisions": [str(tiny_run / "teacher_decisions.npz")],
+        "mirror": True,
+        "holdout": 0.25,
+    }
+    config = config_from_dict(values)
+    summary = train(config, tmp_path / "run", progress=False)["pretrain"]
+
+    data = load_decisions(tiny_run / "teacher_decisions.npz", config, layout_for(Rules(), "vector").size, 57)
+    fitted, held_out = split_held_out(data, 0.25)
+    ends = layout_for(Rules(), "vector").slices["ends"]
+    after_opening = int(fitted["observations"][:, ends].any(axis=1).sum())
+    assert 0 < after_opening < len(fitted["actions"])
+    assert summary["decisions"] == len(fitted["actions"]) + after_opening
+    assert summary["held_out_decisions"] == len(held_out["actions"])
+    with pytest.raises(ValueError, match=r"pretrain\.mirror \(true\) needs pretrain\.teacher"):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"teacher": None, "holdout": 0.0}})
+    with pytest.raises(ValueError, match='pretrain.mirror needs the "vector" or "tracked" encoding'):
+        config_from_dict(values | {"observation": "history"})
+    with pytest.raises(ValueError, match="pretrain.mirror must be"):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"mirror": "yes"}})

@@ -18,7 +18,7 @@ from block_env.agents.policy import ACTIVATIONS
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS, EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
-from block_env.validation import check_choice, check_int, check_number, is_number
+from block_env.validation import check_bool, check_choice, check_int, check_number, is_number
 
 #: How the training envs are vectorised.
 VEC_ENVS = ("batched", "subproc", "dummy")
@@ -235,6 +235,13 @@ class PretrainConfig:
     whose earlier play is kept). The fit's agreement and losses are measured against these
     targets; the held-out ``value`` reads the teacher's values at every decision. Null: the
     teacher's targets at every decision."""
+    mirror: bool = False
+    """Fit each teacher decision made after the opening twice: as played, and seen in a mirror
+    (the line's left and right ends swapped, each move's target on the other end). The game
+    reads the same either way round, so the mirrored decision is as true as the played one:
+    twice the decisions for the same teacher games, and a network that learns to play both
+    orientations alike. The held-out decisions are fitted as played only. Needs ``teacher``
+    and the "vector" or "tracked" encoding."""
     belief_weight: float = 0.0
     """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
     the policy network's last hidden layer learns, for every tile, which other seat holds it
@@ -276,6 +283,8 @@ class PretrainConfig:
                         f"pretrain.hand_at_most ({self.hand_at_most!r}) needs {key}: the teacher's targets at the "
                         "late decisions, the warm start's own moves at the others"
                     )
+        if check_bool("pretrain.mirror", self.mirror) and self.teacher is None:
+            raise ValueError("pretrain.mirror (true) needs pretrain.teacher: it mirrors the teacher's decisions")
         if self.holdout and self.teacher is None:
             raise ValueError(
                 f"pretrain.holdout ({self.holdout!r}) needs pretrain.teacher: it holds out teacher decisions"
@@ -512,6 +521,11 @@ class TrainConfig:
                 f"engine), got vec_env {self.vec_env!r}"
             )
         self.pretrain.validate()
+        if self.pretrain.mirror and self.observation == "history":
+            raise ValueError(
+                'pretrain.mirror needs the "vector" or "tracked" encoding: the "history" encoding\'s move rows '
+                "imply the opening's ends, so a mirrored line cannot be written"
+            )
         if self.pretrain.belief_weight and not self.ppo.asymmetric:
             raise ValueError(
                 f"pretrain.belief_weight ({self.pretrain.belief_weight!r}) learns from the hidden hands that only "

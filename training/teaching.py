@@ -262,6 +262,25 @@ def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict
     return {key: np.concatenate([part[key] for part in parts]) for key in keys}
 
 
+def with_mirrored(
+    layout: Any, tiles: Any, observations: np.ndarray, masks: np.ndarray, targets: np.ndarray, returns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The decisions, then each one made after the opening seen in a mirror: ``layout``'s
+    :attr:`~block_env.observations.Layout.mirror_columns` on the observations (any columns
+    beyond the layout, such as the hidden hands, read the same either way round) and ``tiles``'
+    :attr:`~block_env.tiles.TileSet.mirror_actions` on the masks and targets. The opening's mask is not mirrored (it
+    opens on the left end only), so openings are not repeated."""
+    after_opening = np.flatnonzero(observations[:, layout.slices["ends"]].any(axis=1))
+    columns = np.concatenate([layout.mirror_columns, np.arange(layout.size, observations.shape[1])])
+    actions = tiles.mirror_actions
+    return (
+        np.concatenate([observations, observations[np.ix_(after_opening, columns)]]),
+        np.concatenate([masks, masks[np.ix_(after_opening, actions)]]),
+        np.concatenate([targets, targets[np.ix_(after_opening, actions)]]),
+        np.concatenate([returns, returns[after_opening]]),
+    )
+
+
 def one_hot_targets(actions: np.ndarray, num_actions: int) -> np.ndarray:
     """``fit_policy`` targets that put all the weight on one action per row (a chosen move).
 

@@ -61,6 +61,7 @@ from block_env.training.teaching import (
     save_decisions,
     save_policy_agent,
     split_held_out,
+    with_mirrored,
 )
 
 BEST, FINAL, LATEST, STEP_0, PRIOR = "best", "final", "latest", "step_0", "prior"
@@ -425,16 +426,24 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
     del parts  # the parts are not held beside the joined arrays while fitting
     gathered = time.perf_counter()
     targets = imitation_targets(data, config, model.policy)
+    observations, masks, returns = data["observations"], data["masks"], data["returns"]
+    if config.pretrain.mirror:
+        rules = config.resolved_rules()
+        layout = layout_for(rules, config.observation)
+        observations, masks, targets, returns = with_mirrored(
+            layout, rules.tile_set, observations, masks, targets, returns
+        )
+    del data
     epochs = config.pretrain.epochs
     with progress_bar(
         progress, epochs * len(targets), f"fitting {len(targets)} decisions x {epochs} epochs"
     ) as advance:
         stats = fit_policy(
             model,
-            data["observations"],
-            data["masks"],
+            observations,
+            masks,
             targets,
-            data["returns"],
+            returns,
             epochs=epochs,
             batch_size=config.pretrain.batch_size,
             learning_rate=config.pretrain.learning_rate,
