@@ -115,14 +115,25 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:standard",
-            "Network",
+            "pretrained:standard_tracked",
+            "Third network",
             "very strong",
-            "the shipped network: learned every move's value from a search that reads your moves, guided by the second network",
+            "the third network: learned every move's value from a search that reads your moves, guided by the second network",
             (
                 Measured("+0.71 (+0.61 .. +0.81)", "search", 8000, RESULTS),
                 Measured("+0.19 (+0.11 .. +0.27)", "pretrained:standard_belief", 8000, RESULTS),
                 Measured("+2.21 (+2.00 .. +2.42)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:standard",
+            "Network",
+            "very strong",
+            "the shipped network: the third network and three of its descendants (taught again, and by playing) averaged",
+            (
+                Measured("+0.82 (+0.73 .. +0.92)", "search", 8000, RESULTS),
+                Measured("+0.09 (+0.06 .. +0.12)", "pretrained:standard_tracked", 32000, RESULTS),
+                Measured("+2.01 (+1.81 .. +2.22)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(
