@@ -1488,7 +1488,7 @@ def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_
         bench.main(["--positions", "5"])
 
 
-def test_mirrored_decisions_follow_the_played_ones_with_their_ends_and_moves_swapped(tmp_path):
+def test_mirrored_decisions_follow_the_played_ones_with_their_ends_and_moves_swapped():
     """with_mirrored keeps the decisions as played and adds each one made after the opening,
     mirrored: its ends swapped (the hidden hands appended for the full-information critic read
     the same), its legal moves and target moved to the other end, its return kept."""
@@ -1498,7 +1498,7 @@ def test_mirrored_decisions_follow_the_played_ones_with_their_ends_and_moves_swa
 
     values = yaml.safe_load(TINY.read_text()) | {"observation": "tracked", "vec_env": "batched"}
     values["ppo"] = values["ppo"] | {"critic": "full_information"}
-    values["pretrain"] = values["pretrain"] | {"decisions": 120, "mirror": True}
+    values["pretrain"] = values["pretrain"] | {"decisions": 120}
     config = config_from_dict(values)
     data = collect_teacher_decisions(config, progress=False)
     rules, layout = Rules(), layout_for(Rules(), "tracked")
@@ -1520,7 +1520,12 @@ def test_mirrored_decisions_follow_the_played_ones_with_their_ends_and_moves_swa
         action = int(data["actions"][source])
         other_end = action if action == rules.tile_set.pass_action else action ^ 1
         assert mirrored_targets[row].argmax() == other_end and masks[row][other_end]
-        assert masks[row].sum() == data["masks"][source].sum() and returns[row] == returns[source]
+        # Each legal move on the other end: the mask read through the tile set's mirror.
+        for move in range(57):
+            tile, end = divmod(move, 2)
+            mirrored_move = move if move == rules.tile_set.pass_action else 2 * tile + 1 - end
+            assert masks[row][mirrored_move] == data["masks"][source][move]
+        assert returns[row] == returns[source]
 
 
 def test_a_mirrored_fit_fits_both_orientations_and_is_refused_without_a_teacher_or_with_history(tiny_run, tmp_path):
@@ -1548,8 +1553,10 @@ def test_a_mirrored_fit_fits_both_orientations_and_is_refused_without_a_teacher_
     assert summary["decisions"] == len(fitted["actions"]) + after_opening
     assert summary["held_out_decisions"] == len(held_out["actions"])
     with pytest.raises(ValueError, match=r"pretrain\.mirror \(true\) needs pretrain\.teacher"):
-        config_from_dict(values | {"pretrain": values["pretrain"] | {"teacher": None, "holdout": 0.0}})
-    with pytest.raises(ValueError, match='pretrain.mirror needs the "vector" or "tracked" encoding'):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"teacher": None}})
+    with pytest.raises(ValueError, match=r"pretrain\.mirror and pretrain\.hand_at_most \(4\) do not go together"):
+        config_from_dict(values | {"pretrain": values["pretrain"] | {"init_from": "random", "hand_at_most": 4}})
+    with pytest.raises(ValueError, match='pretrain.mirror needs the "vector" or "tracked" encoding: the \'history\''):
         config_from_dict(values | {"observation": "history"})
     with pytest.raises(ValueError, match="pretrain.mirror must be"):
         config_from_dict(values | {"pretrain": values["pretrain"] | {"mirror": "yes"}})

@@ -237,11 +237,13 @@ class PretrainConfig:
     teacher's targets at every decision."""
     mirror: bool = False
     """Fit each teacher decision made after the opening twice: as played, and seen in a mirror
-    (the line's left and right ends swapped, each move's target on the other end). The game
-    reads the same either way round, so the mirrored decision is as true as the played one:
-    twice the decisions for the same teacher games, and a network that learns to play both
-    orientations alike. The held-out decisions are fitted as played only. Needs ``teacher``
-    and the "vector" or "tracked" encoding."""
+    (the line's left and right ends swapped, each move's target on the other end). A position
+    is worth the same either way round, so the mirrored target is as right as the played one;
+    the engine opens each line low half left, so some mirrored positions never arise in play,
+    and the mirror teaches the network to treat the two ends alike. Nearly twice the decisions
+    for the same teacher games; the held-out decisions are fitted as played only. Needs
+    ``teacher`` and the "vector" or "tracked" encoding; not with ``hand_at_most`` (whose
+    earlier targets are the warm start's own moves in the played orientation)."""
     belief_weight: float = 0.0
     """Weight, against the policy's loss, of an auxiliary loss while fitting: a linear head on
     the policy network's last hidden layer learns, for every tile, which other seat holds it
@@ -285,6 +287,11 @@ class PretrainConfig:
                     )
         if check_bool("pretrain.mirror", self.mirror) and self.teacher is None:
             raise ValueError("pretrain.mirror (true) needs pretrain.teacher: it mirrors the teacher's decisions")
+        if self.mirror and self.hand_at_most is not None:
+            raise ValueError(
+                f"pretrain.mirror and pretrain.hand_at_most ({self.hand_at_most!r}) do not go together: the earlier "
+                "decisions' targets are the warm start's own moves as played, not mirrored"
+            )
         if self.holdout and self.teacher is None:
             raise ValueError(
                 f"pretrain.holdout ({self.holdout!r}) needs pretrain.teacher: it holds out teacher decisions"
@@ -521,11 +528,11 @@ class TrainConfig:
                 f"engine), got vec_env {self.vec_env!r}"
             )
         self.pretrain.validate()
-        if self.pretrain.mirror and self.observation == "history":
-            raise ValueError(
-                'pretrain.mirror needs the "vector" or "tracked" encoding: the "history" encoding\'s move rows '
-                "imply the opening's ends, so a mirrored line cannot be written"
-            )
+        if self.pretrain.mirror:
+            try:
+                _ = layout_for(self.resolved_rules(), self.observation).mirror_columns
+            except ValueError as e:
+                raise ValueError(f'pretrain.mirror needs the "vector" or "tracked" encoding: {e}') from None
         if self.pretrain.belief_weight and not self.ppo.asymmetric:
             raise ValueError(
                 f"pretrain.belief_weight ({self.pretrain.belief_weight!r}) learns from the hidden hands that only "

@@ -28,6 +28,8 @@ from block_env.training.reports import REPORT_SECONDS, Gathered, Reporter
 MASKED_LOGIT = -1e8
 #: Weight of the value head's loss against the policy's in the imitation warm start.
 IMITATION_VALUE_WEIGHT = 0.5
+#: Rows mirrored at a time: the mirrored observations are written into the result block by block.
+MIRROR_BLOCK = 65536
 
 
 def decisions_in_processes(
@@ -268,13 +270,20 @@ def with_mirrored(
     """The decisions, then each one made after the opening seen in a mirror: ``layout``'s
     :attr:`~block_env.observations.Layout.mirror_columns` on the observations (any columns
     beyond the layout, such as the hidden hands, read the same either way round) and ``tiles``'
-    :attr:`~block_env.tiles.TileSet.mirror_actions` on the masks and targets. The opening's mask is not mirrored (it
-    opens on the left end only), so openings are not repeated."""
+    :attr:`~block_env.tiles.TileSet.mirror_actions` on the masks and targets. Openings are not
+    repeated: a line opens on the left end only. The observations are copied once, into the
+    result, a block of rows at a time."""
     after_opening = np.flatnonzero(observations[:, layout.slices["ends"]].any(axis=1))
     columns = np.concatenate([layout.mirror_columns, np.arange(layout.size, observations.shape[1])])
     actions = tiles.mirror_actions
+    played = len(observations)
+    both = np.empty((played + len(after_opening), observations.shape[1]), dtype=observations.dtype)
+    both[:played] = observations
+    for start in range(0, len(after_opening), MIRROR_BLOCK):
+        rows = after_opening[start : start + MIRROR_BLOCK]
+        both[played + start : played + start + len(rows)] = observations[np.ix_(rows, columns)]
     return (
-        np.concatenate([observations, observations[np.ix_(after_opening, columns)]]),
+        both,
         np.concatenate([masks, masks[np.ix_(after_opening, actions)]]),
         np.concatenate([targets, targets[np.ix_(after_opening, actions)]]),
         np.concatenate([returns, returns[after_opening]]),
