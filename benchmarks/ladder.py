@@ -33,12 +33,11 @@ def ladder_rows(args: argparse.Namespace) -> list[dict]:
     report, _ = evaluate_into(config, args.out, progress=not args.quiet)
     print(f"arena: {time.perf_counter() - started:.0f} s", flush=True)
     net = {a.agent: a.net_per_round for a in report.agents}
-    obs = positions(rules, args.decisions)
+    times = seconds_per_decision(list(config.agents), rules, positions(rules, args.decisions), args.passes)
     rows = []
     for spec in config.agents:
-        seconds, _ = seconds_per_decision(spec, rules, obs)
         margin = None if spec == REFERENCE else report.head_to_head[spec][REFERENCE]
-        rows.append({"agent": spec, "margin": margin, "net": net[spec], "seconds": seconds})
+        rows.append({"agent": spec, "margin": margin, "net": net[spec], "seconds": times[spec][0]})
     return rows
 
 
@@ -78,9 +77,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="arena processes")
     parser.add_argument("--decisions", type=int, default=200, help="positions timed per agent")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=1,
+        help="timed passes over the positions, the agents taking turns (the fastest kept)",
+    )
     parser.add_argument("--out", required=True, help="folder for the arena's tables and ladder.md/.csv")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args()
+    if args.passes < 1:
+        parser.error(f"--passes must be 1 or more, got {args.passes}")
     if REFERENCE in args.agents:
         parser.error(f"--agents: {REFERENCE} is the reference every agent meets; leave it out")
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -356,3 +356,38 @@ def test_the_chart_gives_agents_whose_names_end_alike_a_row_each(tmp_path, monke
     )
     _chart(dataclasses.replace(report, agents=renamed), tmp_path / "chart.png")
     assert drawn == [[0, 1], [0, 1]] and (tmp_path / "chart.png").is_file()
+
+
+def test_the_ladder_benchmark_reads_each_margin_from_its_arena_and_times_every_agent(tmp_path, monkeypatch):
+    """benchmarks/ladder.py: one row per agent, search first as the reference, each margin the
+    arena's head-to-head figure against search, each time measured; the table names them all."""
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))  # it imports bench_search beside it
+    spec = importlib.util.spec_from_file_location("ladder", root / "benchmarks" / "ladder.py")
+    assert spec is not None and spec.loader is not None
+    ladder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ladder)
+    args = argparse.Namespace(
+        rules="standard",
+        agents=["random", "greedy"],
+        deals=4,
+        seed=3,
+        workers=1,
+        decisions=45,
+        passes=1,
+        out=str(tmp_path),
+        quiet=True,
+    )
+    rows = ladder.ladder_rows(args)
+    assert [row["agent"] for row in rows] == ["search", "random", "greedy"]
+    assert rows[0]["margin"] is None and all(row["seconds"] > 0 for row in rows)
+    report = json.loads((tmp_path / "report.json").read_text())["head_to_head"]
+    for row in rows[1:]:
+        assert row["margin"].mean == pytest.approx(report[row["agent"]]["search"]["mean"])
+    table = ladder.write(rows, args)
+    assert all(f"| `{name}` |" in table for name in ("search", "random", "greedy"))
+    assert (tmp_path / "ladder.csv").read_text().count("\n") == 4  # a header and three agents
