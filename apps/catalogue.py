@@ -129,11 +129,11 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "pretrained:standard",
             "Network",
             "very strong",
-            "the shipped network: the third network and three of its descendants (taught again, and by playing) averaged",
+            "the shipped network: taught round after round by a search the last round's network guides, the later rounds averaged",
             (
-                Measured("+0.82 (+0.73 .. +0.92)", "search", 8000, RESULTS),
-                Measured("+0.09 (+0.06 .. +0.12)", "pretrained:standard_tracked", 32000, RESULTS),
-                Measured("+2.01 (+1.81 .. +2.22)", "strategic", 2000, RESULTS),
+                Measured("+0.90 (+0.81 .. +1.00)", "search", 8000, RESULTS),
+                Measured("+0.14 (+0.11 .. +0.17)", "pretrained:standard_tracked", 32000, RESULTS),
+                Measured("+2.18 (+1.98 .. +2.38)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(
