@@ -101,21 +101,31 @@ def fraction(seconds: float, reference: float) -> str:
     return f"1/{reference / seconds:,.0f}" if seconds <= reference else f"{seconds / reference:.1f}x"
 
 
+def _passes(text: str) -> int:
+    passes = int(text)
+    if passes < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {passes}")
+    return passes
+
+
+def add_passes_argument(parser: argparse.ArgumentParser) -> None:
+    """``--passes``, as :func:`seconds_per_decision` reads it (1 or more)."""
+    parser.add_argument(
+        "--passes",
+        type=_passes,
+        default=1,
+        help="passes over the positions, the agents taking turns; each keeps its fastest (3 on a shared machine)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=200)
     parser.add_argument("--specs", nargs="+", default=["search", "search:worlds=24", "strategic"])
     parser.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
-    parser.add_argument(
-        "--passes",
-        type=int,
-        default=1,
-        help="passes over the positions, the specs taking turns; each keeps its fastest (3 on a shared machine)",
-    )
+    add_passes_argument(parser)
     parser.add_argument("--markdown", help="also write the tables to this file")
     args = parser.parse_args()
-    if args.passes < 1:
-        parser.error(f"--passes must be 1 or more, got {args.passes}")
     if len(set(args.specs)) != len(args.specs):
         parser.error(f"--specs names an agent twice: {args.specs}")
     timings: dict[tuple[str, str], tuple[float, float | None]] = {}

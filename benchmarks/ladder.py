@@ -16,7 +16,7 @@ import csv
 import time
 from pathlib import Path
 
-from bench_search import fraction, positions, seconds_per_decision
+from bench_search import add_passes_argument, fraction, positions, seconds_per_decision
 
 from block_env.arena import ArenaConfig, evaluate_into
 from block_env.rules import Rules
@@ -77,17 +77,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="arena processes")
     parser.add_argument("--decisions", type=int, default=200, help="positions timed per agent")
-    parser.add_argument(
-        "--passes",
-        type=int,
-        default=1,
-        help="timed passes over the positions, the agents taking turns (the fastest kept)",
-    )
+    add_passes_argument(parser)
     parser.add_argument("--out", required=True, help="folder for the arena's tables and ladder.md/.csv")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args()
-    if args.passes < 1:
-        parser.error(f"--passes must be 1 or more, got {args.passes}")
     if REFERENCE in args.agents:
         parser.error(f"--agents: {REFERENCE} is the reference every agent meets; leave it out")
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -107,12 +107,10 @@ class Layout:
         the same position with the line's left and right ends swapped (the rows of ``ends``);
         every other piece of "vector" and "tracked" reads the same either way round. With
         :attr:`~block_env.tiles.TileSet.mirror_actions` it shows a policy the same decision
-        mirrored (read-only). ValueError for a layout with a move sequence ("history"): there
-        the opening's ends follow from its tile, so a mirrored line cannot be written."""
-        if any(piece.columns is not None for piece in self.pieces):
-            raise ValueError(
-                f"the {self.name!r} layout's move rows cannot be mirrored (the opening's ends are implied)"
-            )
+        mirrored (read-only). ValueError for a layout without an ``ends`` piece ("history",
+        whose move rows imply the opening's ends, so a mirrored line cannot be written)."""
+        if "ends" not in self.slices:
+            raise ValueError(f"the {self.name!r} layout has no ends piece to mirror")
         columns = np.arange(self.size)
         ends = columns[self.slices["ends"]].reshape(2, -1)
         ends[:] = ends[::-1].copy()

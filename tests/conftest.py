@@ -11,6 +11,7 @@ import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -35,6 +36,20 @@ def round_of(env) -> Round:
 #: with the reason it is expected. Every other skip fails the run where CI is set: a test that
 #: cannot run there (a missing package, browser or service) is a failure to fix, not to hide.
 EXPECTED_SKIPS: dict[str, str] = {}
+
+
+def load_benchmark(name: str, monkeypatch) -> Any:
+    """The script ``benchmarks/NAME.py`` as a module, with ``benchmarks/`` on the import path
+    for this test (a script imports its neighbours, as it does when run)."""
+    import importlib.util
+
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(folder))
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def in_ci() -> bool:

@@ -362,15 +362,10 @@ def test_the_ladder_benchmark_reads_each_margin_from_its_arena_and_times_every_a
     """benchmarks/ladder.py: one row per agent, search first as the reference, each margin the
     arena's head-to-head figure against search, each time measured; the table names them all."""
     import argparse
-    import importlib.util
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.syspath_prepend(str(root / "benchmarks"))  # it imports bench_search beside it
-    spec = importlib.util.spec_from_file_location("ladder", root / "benchmarks" / "ladder.py")
-    assert spec is not None and spec.loader is not None
-    ladder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ladder)
+    from conftest import load_benchmark
+
+    ladder = load_benchmark("ladder", monkeypatch)
     args = argparse.Namespace(
         rules="standard",
         agents=["random", "greedy"],

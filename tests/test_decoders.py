@@ -104,5 +104,5 @@ def test_a_mirrored_observation_is_the_position_with_its_ends_swapped(preset, ob
 
 
 def test_the_history_layout_refuses_to_mirror():
-    with pytest.raises(ValueError, match="'history' layout's move rows cannot be mirrored"):
+    with pytest.raises(ValueError, match="the 'history' layout has no ends piece to mirror"):
         _ = history_layout(Rules.preset("standard")).mirror_columns

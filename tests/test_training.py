@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import yaml
-from conftest import agent_plays_legal_round, assert_same_decisions_under_redeals
+from conftest import agent_plays_legal_round, assert_same_decisions_under_redeals, load_benchmark
 
 from block_env import PRESETS, Rules, decode_observation, raw_env
 from block_env.agents import make_agent, make_env
@@ -1265,19 +1265,15 @@ def test_held_out_decisions_with_move_values_report_the_searched_value_of_the_po
     assert all(worst <= fit["value"] <= best for fit in by_epoch)
 
 
-def test_the_endgame_gap_benchmark_reads_only_the_held_out_decisions_when_asked(tiny_run, tmp_path):
+def test_the_endgame_gap_benchmark_reads_only_the_held_out_decisions_when_asked(tiny_run, tmp_path, monkeypatch):
     """benchmarks/endgame_gap.py --held-out: the decisions per hand size are those of the last
     share (the ones a fit with that pretrain.holdout never saw), read exactly as a file of those
     decisions alone is; a share holding none is refused."""
-    import importlib.util
 
     from block_env.observations import layout_for
     from block_env.training.teaching import held_out_cut, save_decisions
 
-    spec = importlib.util.spec_from_file_location("endgame_gap", ROOT / "benchmarks" / "endgame_gap.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("endgame_gap", monkeypatch)
     saved = np.load(tiny_run / "teacher_decisions.npz")
     data = {key: saved[key] for key in saved.files if key != "about"}
     rng = np.random.default_rng(0)
@@ -1454,17 +1450,13 @@ def test_rollouts_use_every_update_thread_only_when_the_games_step_in_this_proce
         torch.set_num_threads(before)
 
 
-def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_a_rounds_start(tmp_path):
+def test_the_hand_reading_benchmark_reads_places_and_scores_the_counts_guess_at_a_rounds_start(tmp_path, monkeypatch):
     """benchmarks/hand_reading.py: at a partnership round's first move every other seat holds
     seven of the 21 tiles the observer cannot see, so each place is as likely and the counts
     guess costs ln 3 a hidden tile; the places it reads put exactly those 21 in other hands, and
     the same position in the "history" encoding beside it; --deep adds the two-layer read-outs."""
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("hand_reading", ROOT / "benchmarks" / "hand_reading.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("hand_reading", monkeypatch)
     from block_env.observations import layout_for
 
     agent = make_agent("pretrained:partnership_average", "partnership", seed=0)
@@ -1547,8 +1539,7 @@ def test_a_mirrored_fit_fits_both_orientations_and_is_refused_without_a_teacher_
 
     data = load_decisions(tiny_run / "teacher_decisions.npz", config, layout_for(Rules(), "vector").size, 57)
     fitted, held_out = split_held_out(data, 0.25)
-    ends = layout_for(Rules(), "vector").slices["ends"]
-    after_opening = int(fitted["observations"][:, ends].any(axis=1).sum())
+    after_opening = sum(decode_observation(o, Rules())["ends"] is not None for o in fitted["observations"])
     assert 0 < after_opening < len(fitted["actions"])
     assert summary["decisions"] == len(fitted["actions"]) + after_opening
     assert summary["held_out_decisions"] == len(held_out["actions"])
@@ -1556,7 +1547,9 @@ def test_a_mirrored_fit_fits_both_orientations_and_is_refused_without_a_teacher_
         config_from_dict(values | {"pretrain": values["pretrain"] | {"teacher": None}})
     with pytest.raises(ValueError, match=r"pretrain\.mirror and pretrain\.hand_at_most \(4\) do not go together"):
         config_from_dict(values | {"pretrain": values["pretrain"] | {"init_from": "random", "hand_at_most": 4}})
-    with pytest.raises(ValueError, match='pretrain.mirror needs the "vector" or "tracked" encoding: the \'history\''):
+    with pytest.raises(
+        ValueError, match="pretrain.mirror with observation 'history': the 'history' layout has no ends"
+    ):
         config_from_dict(values | {"observation": "history"})
     with pytest.raises(ValueError, match="pretrain.mirror must be"):
         config_from_dict(values | {"pretrain": values["pretrain"] | {"mirror": "yes"}})

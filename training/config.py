@@ -240,7 +240,7 @@ class PretrainConfig:
     (the line's left and right ends swapped, each move's target on the other end). A position
     is worth the same either way round, so the mirrored target is as right as the played one;
     the engine opens each line low half left, so some mirrored positions never arise in play,
-    and the mirror teaches the network to treat the two ends alike. Nearly twice the decisions
+    and the network is fitted to treat the two ends alike. Nearly twice the decisions
     for the same teacher games; the held-out decisions are fitted as played only. Needs
     ``teacher`` and the "vector" or "tracked" encoding; not with ``hand_at_most`` (whose
     earlier targets are the warm start's own moves in the played orientation)."""
@@ -532,7 +532,7 @@ class TrainConfig:
             try:
                 _ = layout_for(self.resolved_rules(), self.observation).mirror_columns
             except ValueError as e:
-                raise ValueError(f'pretrain.mirror needs the "vector" or "tracked" encoding: {e}') from None
+                raise ValueError(f"pretrain.mirror with observation {self.observation!r}: {e}") from None
         if self.pretrain.belief_weight and not self.ppo.asymmetric:
             raise ValueError(
                 f"pretrain.belief_weight ({self.pretrain.belief_weight!r}) learns from the hidden hands that only "

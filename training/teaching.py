@@ -20,7 +20,9 @@ import numpy as np
 
 from block_env.agents.policy import policy_shape, save_agent
 from block_env.files import save_atomically
+from block_env.observations import Layout
 from block_env.seeding import derive_seed
+from block_env.tiles import TileSet
 from block_env.training.config import TrainConfig
 from block_env.training.reports import REPORT_SECONDS, Gathered, Reporter
 
@@ -265,7 +267,12 @@ def join_decisions(parts: Sequence[dict[str, np.ndarray]], targets: str) -> dict
 
 
 def with_mirrored(
-    layout: Any, tiles: Any, observations: np.ndarray, masks: np.ndarray, targets: np.ndarray, returns: np.ndarray
+    layout: Layout,
+    tiles: TileSet,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    targets: np.ndarray,
+    returns: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The decisions, then each one made after the opening seen in a mirror: ``layout``'s
     :attr:`~block_env.observations.Layout.mirror_columns` on the observations (any columns
