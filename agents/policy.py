@@ -593,7 +593,7 @@ class _EndgameSearch:
                 f"{where} reads the {self.search.observation!r} encoding, which the agent's {reads!r} "
                 "observations do not hold"
             ) from None
-        self.hand_count = mine.slices["hand_counts"].start  # relative seat 0: the observer
+        self.hand_count = mine.offset("hand_counts")  # relative seat 0: the observer
 
     def _searched(self, held: Any, legal_moves: Any) -> Any:
         """Whether the search decides (arrays or scalars): two or more legal moves, at most
