@@ -236,7 +236,9 @@ class SearchAgent(Agent):
         k = self.view(obs)
         worlds = self.sample_worlds(k)
         values = self._scalar_values(k, legal, worlds)
-        return legal[self._decide(values, self._prior_move(obs, k, legal, worlds[0], []))]
+        observations, masks = np.asarray(obs["observation"])[None], np.asarray(obs["action_mask"], dtype=bool)[None]
+        (default,) = self._prior_choices(observations, masks, [k], [legal], worlds[0][None], [[]])
+        return legal[self._decide(values, default)]
 
     def act_batch(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """A move for each of many games (rows of observations and masks), their searches'
@@ -287,51 +289,58 @@ class SearchAgent(Agent):
         histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]
         worlds = [self._worlds(k, moves) for k, moves in zip(views, histories)]
         values = self._batched_values(views, legal, worlds, histories)
+        defaults = self._prior_choices(observations, masks, views, legal, np.stack([w[0] for w in worlds]), histories)
         return [
-            SearchedMoves(
-                legal[g],
-                np.array(values[g]),
-                legal[g][self._decide(values[g], self._prior_move(o, k, legal[g], worlds[g][0], histories[g]))],
-            )
-            for g, (o, k) in enumerate(zip(obs, views))
+            SearchedMoves(moves, np.array(v), moves[self._decide(v, default)])
+            for moves, v, default in zip(legal, values, defaults)
         ]
 
-    def _prior_move(
-        self, obs: Observation, k: PublicView, legal: list[int], world: np.ndarray, moves: list[tuple[int, int]]
-    ) -> int | None:
-        """The index in ``legal`` of the prior's move (None without a prior). A trained prior
-        that reads another encoding than the search sees the position written in its own,
-        laid out on ``world`` with the round's ``moves`` (one sampled deal: that encoding shows
-        only this seat's hand and the public record, the same in every deal)."""
+    def _prior_choices(
+        self,
+        observations: np.ndarray,
+        masks: np.ndarray,
+        views: list[PublicView],
+        legal: list[list[int]],
+        hands: np.ndarray,
+        histories: list[list[tuple[int, int]]],
+    ) -> list[int | None]:
+        """The index in each row's ``legal`` of the prior's move (None without a prior), the
+        position laid out on ``hands[i]`` for a prior that reads another encoding."""
         if self.prior is None:
-            return None
-        if self.prior.observation != self.observation:  # a trained prior (strategic reads the search's)
-            obs = {**obs, "observation": self._prior_inputs([k], world[None], [moves])[0]}
-        return legal.index(self.prior.act(obs))
-
-    def _prior_inputs(
-        self, views: list[PublicView], hands: np.ndarray, histories: list[list[tuple[int, int]]]
-    ) -> np.ndarray:
-        """A trained prior's observation of each view, in its own encoding: laid out on one
-        deal (``hands[i]``) with the round's moves (that encoding shows only this seat's hand
-        and the public record, the same in every deal)."""
-        assert self._encode is not None
-        games = self._batch(len(views))
-        self._lay_out(games, views, hands, [1] * len(views), histories)
-        return self._encode(games, np.arange(len(views)), np.zeros(len(views), dtype=np.int64))
+            return [None] * len(legal)
+        actions = self._prior_actions(observations, masks, views, hands, histories)
+        return [moves.index(int(action)) for moves, action in zip(legal, actions)]
 
     def _prior_moves(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """The prior's move in each row, as :meth:`_prior_move` reads it, in one batch (a
-        trained prior on another encoding sees each position laid out on one deal, drawn
-        from a fixed seed: its observation is the same in every deal)."""
-        assert self.prior is not None
-        if self.prior.observation == self.observation:
-            return self.prior.act_batch(observations, masks)
+        """The prior's move in each row, where this search does not search: each position
+        laid out on one deal drawn from a fixed seed, which leaves the search's stream alone."""
         obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
         views = [self.view(o) for o in obs]
         histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]
         hands = np.concatenate([self.sample_worlds(k, 1, seed=0) for k in views])
-        return self.prior.act_batch(self._prior_inputs(views, hands, histories), masks)
+        return self._prior_actions(observations, masks, views, hands, histories)
+
+    def _prior_actions(
+        self,
+        observations: np.ndarray,
+        masks: np.ndarray,
+        views: list[PublicView],
+        hands: np.ndarray,
+        histories: list[list[tuple[int, int]]],
+    ) -> np.ndarray:
+        """The prior's move in each row, in one batch (the moves its ``act`` would make one
+        by one). A trained prior that reads another encoding than the search sees each
+        position written in its own, laid out on one deal (``hands[i]``) with the round's
+        moves: that encoding shows only this seat's hand and the public record, the same in
+        every deal."""
+        assert self.prior is not None
+        if self.prior.observation == self.observation:  # strategic reads the search's
+            return self.prior.act_batch(observations, masks)
+        assert self._encode is not None
+        games = self._batch(len(views))
+        self._lay_out(games, views, hands, [1] * len(views), histories)
+        inputs = self._encode(games, np.arange(len(views)), np.zeros(len(views), dtype=np.int64))
+        return self.prior.act_batch(inputs, masks)
 
     def _decide(self, values: list[list[float]], default: int | None) -> int:
         """The index of the move with the best mean value; with a prior's move (``default``),
