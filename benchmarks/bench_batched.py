@@ -30,6 +30,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core: numpy's BLAS and torc
 
 import numpy as np  # noqa: E402
 from bench_env import engine_round, open_spiel_round  # noqa: E402
+from report_table import add_markdown_argument, show  # noqa: E402
 
 from block_env import Rules  # noqa: E402
 from block_env.agents import make_agent, make_env, make_vector_env  # noqa: E402
@@ -176,7 +177,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=4.0, help="seconds per row (interleaved)")
     parser.add_argument("--games", type=int, default=4096, help="N for the batched engine")
     parser.add_argument("--vector-games", type=int, default=1024, help="N for the vector env")
-    parser.add_argument("--markdown", help="also write the tables to this Markdown file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     rules = Rules()
     n = args.games
@@ -233,10 +234,7 @@ def main() -> None:
         ]
     )
     print()
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+    show(text, args.markdown)
 
 
 if __name__ == "__main__":

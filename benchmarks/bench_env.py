@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from report_table import add_markdown_argument, show  # noqa: E402
 
 import block_env
 from block_env import Match, Rules
@@ -109,7 +110,7 @@ def open_spiel_round(with_observation: bool, name: str = "python_block_dominoes"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per implementation (interleaved)")
-    parser.add_argument("--markdown", help="also write the table to this Markdown file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     rules = Rules()  # 2 players, double-six, 7 each: the same game as OpenSpiel's
     runs = {
@@ -141,10 +142,7 @@ def main() -> None:
             ratio_lines.append(f"| {ours} / {theirs} | {ra:.1f}x | {rr:.1f}x |")
     table = "\n".join(lines + (ratio_lines if len(ratio_lines) > 3 else []))
     print()
-    print(table)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(table + "\n")
+    show(table, args.markdown)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the arena's workers use
 
 import numpy as np  # noqa: E402
+from report_table import add_markdown_argument, show  # noqa: E402
 
 from block_env import Rules, raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
@@ -124,7 +125,7 @@ def main() -> None:
     parser.add_argument("--specs", nargs="+", default=["search", "search:worlds=24", "strategic"])
     parser.add_argument("--presets", nargs="+", default=PRESETS, choices=PRESETS)
     add_passes_argument(parser)
-    parser.add_argument("--markdown", help="also write the tables to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     if len(set(args.specs)) != len(args.specs):
         parser.error(f"--specs names an agent twice: {args.specs}")
@@ -160,10 +161,8 @@ def main() -> None:
         table(f"time per decision as a fraction of `{args.specs[0]}`'s one-by-one time:", share_of_first),
     ]
     text = "\n\n".join(tables)
-    print("\n" + text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+    print()
+    show(text, args.markdown)
 
 
 if __name__ == "__main__":

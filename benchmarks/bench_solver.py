@@ -16,6 +16,8 @@ import argparse
 import time
 import tracemalloc
 
+from report_table import add_markdown_argument, show  # noqa: E402
+
 from block_env.cfr import CFRSolver, nash_conv
 from block_env.game_tree import build_tree
 from block_env.rules import Rules
@@ -63,7 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rules", default="small", help="a two-player preset (default small)")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations per solver (default 5)")
-    parser.add_argument("--markdown", help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
 
     theirs = openspiel_row(args.rules, args.iterations)
@@ -81,10 +83,7 @@ def main() -> None:
         f"an exact NashConv (two best responses) takes {1000 * ours['nash_conv']:.1f} ms",
     ]
     text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+    show(text, args.markdown)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from report_table import add_markdown_argument, show  # noqa: E402
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.vec_env import VecMonitor
@@ -103,7 +104,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=262_144)
     parser.add_argument("--search-steps", type=int, default=65_536, help="steps of each run against search (0: none)")
     parser.add_argument("--quick", action="store_true", help="only the 2026-12 job, default.yaml and the belief PPO")
-    parser.add_argument("--markdown", help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     for label, cls, name in PARTS:
         setattr(cls, name, timed(label, getattr(cls, name)))
@@ -175,9 +176,8 @@ def main() -> None:
         if args.search_steps:
             lines[-1] += f"; against search, 2 env processes / 1: {rates[7] / rates[6]:.2f}x"
     text = "\n".join(lines)
-    print("\n" + text)
-    if args.markdown:
-        Path(args.markdown).write_text(text + "\n")
+    print()
+    show(text, args.markdown)
 
 
 if __name__ == "__main__":

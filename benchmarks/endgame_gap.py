@@ -23,6 +23,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the arena's workers use
 
 import numpy as np  # noqa: E402
+from report_table import add_markdown_argument, show  # noqa: E402
 
 from block_env.agents import make_agent  # noqa: E402
 from block_env.observations import layout_for  # noqa: E402
@@ -79,7 +80,7 @@ def main() -> None:
     parser.add_argument(
         "--held-out", type=float, default=0.0, help="read only this last share of the decisions (pretrain.holdout's)"
     )
-    parser.add_argument("--markdown", help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     if args.per_hand < 1:
         parser.error(f"--per-hand must be a positive int, got {args.per_hand}")
@@ -98,10 +99,7 @@ def main() -> None:
     for hand, count in counts.items():
         cells = [f"{figures[hand, s][0]:.1%}, −{figures[hand, s][1]:.2f}" for s in args.agents]
         lines.append(f"| {hand} | {count} | " + " | ".join(cells) + " |")
-    print("\n".join(lines))
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    show("\n".join(lines), args.markdown)
 
 
 if __name__ == "__main__":

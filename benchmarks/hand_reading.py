@@ -27,6 +27,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from report_table import add_markdown_argument, show  # noqa: E402
 
 from block_env import raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument(
         "--deep", action="store_true", help="add two-layer read-outs of the observation and of the move history"
     )
-    parser.add_argument("--markdown", help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args(argv)
     if args.positions < 10:
         parser.error(f"--positions must be at least 10 (a tenth is held out), got {args.positions}")
@@ -169,10 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         "|---|---:|",
         *(f"| {name} | {loss:.3f} |" for name, loss in figures.items()),
     ]
-    print("\n".join(table))
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(table) + "\n")
+    show("\n".join(table), args.markdown)
     return figures
 
 

@@ -29,6 +29,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from report_table import add_markdown_argument, show
+
 OPPONENTS = ["random", "greedy", "pretrained:standard_vector", "search"]
 
 
@@ -204,7 +206,7 @@ def main() -> int:
         default=600,
         help="the server's per-address limit (default 600: these players finish a round in seconds, a person in minutes)",
     )
-    parser.add_argument("--markdown", default=None, help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
 
     runs = [measure(args.players, args.seconds, w, args.new_games_per_minute) for w in args.workers]
@@ -213,9 +215,7 @@ def main() -> int:
     for i, (name, _) in enumerate(runs[0]):
         lines.append(f"| {name} | " + " | ".join(run[i][1] for run in runs) + " |")
     table = "\n".join(lines)
-    print(table)
-    if args.markdown:
-        Path(args.markdown).write_text(table + "\n")
+    show(table, args.markdown)
     return 1 if any(run[10][1] != "0" for run in runs) else 0
 
 

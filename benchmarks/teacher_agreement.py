@@ -17,6 +17,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as the arena's workers use
 
 import numpy as np  # noqa: E402
+from report_table import add_markdown_argument, show  # noqa: E402
 
 from block_env import raw_env  # noqa: E402
 from block_env.agents import make_agent  # noqa: E402
@@ -66,7 +67,7 @@ def main() -> None:
     parser.add_argument("--students", nargs="*", default=[], help="agent specs compared with the teacher")
     parser.add_argument("--positions", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1000)
-    parser.add_argument("--markdown", help="also write the table to this file")
+    add_markdown_argument(parser)
     args = parser.parse_args()
     if args.positions < 1:
         parser.error(f"--positions must be a positive int, got {args.positions}")
@@ -79,10 +80,7 @@ def main() -> None:
         "|---|---:|",
         *(f"| {name} | {share:.1%} |" for name, share in rows),
     ]
-    print("\n".join(lines))
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write("\n".join(lines) + "\n")
+    show("\n".join(lines), args.markdown)
 
 
 if __name__ == "__main__":
