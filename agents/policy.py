@@ -34,6 +34,9 @@ POLICY_WEIGHTS = "policy.pth"
 FORMAT_VERSION = 1
 #: agent.json's optional key: the decisions the agent hands to a search, late in a round.
 ENDGAME = "endgame"
+#: agent.json's optional key: true plays each decision after the opening by the network's logits
+#: for the position and for its mirror image (the line's ends swapped), averaged.
+MIRROR = "mirror"
 #: How close two logits are (this times one plus the larger's size) for a batched decision to be
 #: made again one row at a time (:meth:`PolicyAgent.act_batch`): far above the float32 rounding between a pass
 #: over many rows and one over a single row (about 1e-5 on the shipped agents' logits).
@@ -160,6 +163,14 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         raise bad("value_scale", "a positive number (value-head units per point), or absent")
     if ENDGAME in metadata:
         check_endgame(metadata[ENDGAME], str(meta_path))
+    if MIRROR in metadata:
+        if not isinstance(metadata[MIRROR], bool):
+            raise bad(MIRROR, "true or false")
+        if metadata[MIRROR]:
+            try:
+                _ = layout_for(rules, metadata["observation"]).mirror_columns
+            except ValueError as e:
+                raise ValueError(f"{meta_path}: mirror: {e}") from None
     return metadata
 
 
@@ -372,6 +383,12 @@ class PolicyAgent(Agent):
     names an ``endgame`` search (:func:`add_endgame_search`), that search decides the late moves
     it names; ``endgame=False`` (or :meth:`network_only`) plays the network alone.
 
+    ``mirror`` (by default agent.json's ``mirror``, else False) reads each position after the
+    opening both ways round: the network's logits for it and, moved back onto the same ends,
+    for its mirror image (the line's ends swapped) are averaged (:meth:`logits`), so the two
+    orientations of a position get mirrored moves, at twice the network's time. The
+    "history" encoding, whose move rows imply the opening's ends, cannot be mirrored.
+
     Examples:
         >>> from block_env import raw_env
         >>> from block_env.agents import make_agent
@@ -392,6 +409,7 @@ class PolicyAgent(Agent):
         path: str | Path | None = None,
         deterministic: bool = True,
         endgame: bool = True,
+        mirror: bool | None = None,
     ) -> None:
         if path is None:
             raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
@@ -413,12 +431,27 @@ class PolicyAgent(Agent):
         self.endgame = (
             _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
         )
+        self.mirror: bool = metadata.get(MIRROR, False) if mirror is None else mirror
+        if not isinstance(self.mirror, bool):
+            raise ValueError(f"{self.name}: mirror must be true or false, got {mirror!r}")
+        layout = layout_for(self.rules, reads)
+        if self.mirror:
+            try:
+                self._mirror_columns = layout.mirror_columns
+            except ValueError as e:
+                raise ValueError(f"{self.name}: mirror: {e}") from None
+        self._ends = layout.slices.get("ends")
 
     def network_only(self) -> PolicyAgent:
         """This agent without its endgame search (agent.json's ``endgame``): every move its
         network's, as a search reads a trained prior."""
         network = PolicyAgent(
-            self.rules, observation=self.observation, path=self.path, deterministic=self.deterministic, endgame=False
+            self.rules,
+            observation=self.observation,
+            path=self.path,
+            deterministic=self.deterministic,
+            endgame=False,
+            mirror=self.mirror,
         )
         network.rng.setstate(self.rng.getstate())  # the same draws, where it samples its moves
         return network
@@ -427,9 +460,19 @@ class PolicyAgent(Agent):
         """The policy's action logits for (k, size) observations: its actor's layers in numpy
         (the same float32 arithmetic as the torch module; without torch's per-call overhead one
         decision takes about 10 us instead of about 100 us, which the arena and play pay per move).
-        ValueError when the observations are not in the encoding it reads."""
+        With ``mirror``, each row after the opening (the line has ends) averages them with its
+        mirror image's, read back onto the same ends. ValueError when the observations are not
+        in the encoding it reads."""
         self._check_encoding(observations)
-        return _forward(self._actor, observations)
+        logits = _forward(self._actor, observations)
+        if not self.mirror:
+            return logits
+        rows, flat = np.atleast_2d(observations), np.atleast_2d(logits)  # act reads one row: views of it
+        after_opening = rows[:, self._ends].any(axis=1)
+        if after_opening.any():
+            mirrored = _forward(self._actor, rows[np.ix_(after_opening, self._mirror_columns)])
+            flat[after_opening] = (flat[after_opening] + mirrored[:, self.rules.tile_set.mirror_actions]) / 2
+        return logits
 
     def last_hidden_layer(self, observations: np.ndarray) -> np.ndarray:
         """The policy network's last hidden layer for (k, size) observations (its actor's layers
@@ -542,8 +585,39 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
         raise ValueError(f"{source} already hands its endgame to {metadata[ENDGAME]['search']!r}")
     # Built once here, as the agent will build it: a search that cannot be names why before any write.
     _EndgameSearch(settings, Rules.from_dict(metadata["rules"]), metadata["observation"], target)
+    return _copy_with_setting(source, target, metadata, ENDGAME, settings)
+
+
+def play_both_ways(source: str | Path, out: str | Path) -> Path:
+    """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
+    folder ``source`` whose agent.json says ``"mirror": true``: it plays each decision after
+    the opening by its network's logits for the position and for its mirror image averaged
+    (:class:`PolicyAgent`'s ``mirror``). ValueError, before anything is written, for an agent
+    that already does, or one reading the "history" encoding (no ends to swap).
+
+    Examples:
+        >>> import tempfile
+        >>> from block_env.agents import PRETRAINED_DIR
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     load_agent_metadata(play_both_ways(PRETRAINED_DIR / "standard_tracked", out))["mirror"]
+        True
+    """
+    target = Path(out)
+    _check_new_folder(target, "the agent is written to a new folder")
+    metadata = load_agent_metadata(source)
+    if metadata.get(MIRROR):
+        raise ValueError(f"{source} already plays both ways round (its agent.json says mirror: true)")
+    try:
+        _ = layout_for(Rules.from_dict(metadata["rules"]), metadata["observation"]).mirror_columns
+    except ValueError as e:
+        raise ValueError(f"{source} cannot play both ways round: {e}") from None
+    return _copy_with_setting(source, target, metadata, MIRROR, True)
+
+
+def _copy_with_setting(source: str | Path, target: Path, metadata: dict[str, Any], key: str, value: Any) -> Path:
+    """Write ``source``'s weights and its agent.json with ``key`` set to ``value`` into ``target``."""
     with replace_folder(target) as temporary:
-        (temporary / AGENT_JSON).write_text(json.dumps({**metadata, ENDGAME: settings}, indent=2) + "\n")
+        (temporary / AGENT_JSON).write_text(json.dumps({**metadata, key: value}, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
     return target
 

@@ -244,6 +244,22 @@ def cmd_endgame(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mirror(args: argparse.Namespace) -> int:
+    from block_env.agents import trained_agent_folder
+    from block_env.agents.policy import play_both_ways
+
+    try:
+        source = trained_agent_folder(args.agent)
+    except ValueError as e:
+        raise ValueError(f"--agent: {e}") from None
+    out = play_both_ways(source, args.out)
+    print(
+        f"wrote {out}: {args.agent} reading each position after the opening both ways round, its logits and "
+        f"its mirror image's averaged (play it as policy:{out})"
+    )
+    return 0
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from block_env.rules import Rules
     from block_env.training.solve import solve
@@ -312,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_exploit,
         _add_average,
         _add_endgame,
+        _add_mirror,
     ):
         add(sub)
     return parser
@@ -463,6 +480,16 @@ def _add_endgame(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_endgame)
+
+
+def _add_mirror(sub: Any) -> None:
+    p = sub.add_parser(
+        "mirror",
+        help="a trained agent that reads each position both ways round (the line's ends swapped), as a new agent",
+    )
+    p.add_argument("--agent", required=True, help="the trained agent (pretrained:NAME, policy:PATH)")
+    p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
+    p.set_defaults(func=cmd_mirror)
 
 
 def _add_serve(sub: Any) -> None:

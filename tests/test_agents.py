@@ -13,7 +13,7 @@ from block_env import PRESETS, Rules, raw_env
 from block_env.agents import HumanAgent, StrategicAgent, make_agent, parse_spec
 from block_env.agents.scripted import StrategyWeights
 from block_env.engine import PublicView
-from block_env.observations import read_moves, read_public_view
+from block_env.observations import layout_for, read_moves, read_public_view
 from block_env.options import ENCODINGS
 
 SCRIPTED = ["random", "greedy", "strategic", "search:worlds=4", "search:worlds=4,engine=scalar"]
@@ -865,6 +865,99 @@ def test_the_endgame_command_writes_an_agent_that_plays(tmp_path, capsys):
     assert f"play it as policy:{out}" in capsys.readouterr().out
     env = raw_env("standard", observation="tracked")  # what pretrained:standard reads
     env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    assert obs["action_mask"][make_agent(f"policy:{out}", "standard", seed=0).act(obs)] == 1
+
+
+@pytest.mark.parametrize(
+    ("preset", "source"),
+    [("standard", "standard_tracked"), ("standard", "standard_vector"), ("partnership", "partnership_average")],
+)
+def test_an_agent_playing_both_ways_reads_a_position_and_its_mirror_alike(tmp_path, preset, source):
+    """play_both_ways: after the opening the agent's logits are the mean of its network's for the
+    position and, read back onto the same ends, for its mirror image, so a position and its
+    mirror get mirrored logits; openings are the network's own. Its moves (act, act_batch,
+    network_only) are those logits' best legal move, and some differ from the network's."""
+    from block_env.agents import PRETRAINED_DIR
+    from block_env.agents.policy import load_agent_metadata, play_both_ways
+
+    rules = Rules.preset(preset)
+    out = play_both_ways(PRETRAINED_DIR / source, tmp_path / "both")
+    assert load_agent_metadata(out)["mirror"] is True
+    agent, network = make_agent(f"policy:{out}", rules, seed=0), make_agent(f"pretrained:{source}", rules)
+    assert agent.mirror and agent.network_only().mirror and not network.mirror
+    layout = layout_for(rules, agent.observation)
+    columns, actions = layout.mirror_columns, rules.tile_set.mirror_actions
+    env = raw_env(rules, observation=agent.observation)
+    rows, masks, openings, differ = [], [], 0, 0
+    for game in range(6):
+        env.reset(seed=game)
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection)
+            row, mask = obs["observation"], obs["action_mask"].astype(bool)
+            logits = agent.logits(row)
+            if row[layout.slices["ends"]].any():
+                mirrored = row[columns]
+                expected = (network.logits(row) + network.logits(mirrored)[actions]) / 2
+                np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
+                np.testing.assert_allclose(agent.logits(mirrored)[actions], logits, rtol=1e-5, atol=1e-5)
+            else:
+                openings += 1
+                assert np.array_equal(logits, network.logits(row))
+            action = agent.act(obs)
+            assert action == int(np.where(mask, logits, -np.inf).argmax()) == agent.network_only().act(obs)
+            differ += action != network.act(obs)
+            rows.append(row)
+            masks.append(mask)
+            env.step(action)
+    assert openings >= 6 and differ > 0
+    batched = agent.act_batch(np.array(rows), np.array(masks))
+    assert batched.tolist() == [agent.act({"observation": o, "action_mask": m}) for o, m in zip(rows, masks)]
+
+
+def test_playing_both_ways_is_refused_where_there_are_no_ends_to_swap(tmp_path):
+    """An agent already playing both ways, one reading "history" (its move rows imply the
+    opening's ends), a folder that holds files (left as it was): refused by name, nothing
+    written; agent.json's mirror must be true or false, and true only on an encoding with ends."""
+    from block_env.agents import PRETRAINED_DIR
+    from block_env.agents.policy import build_policy, load_agent_metadata, play_both_ways, policy_shape, save_agent
+
+    rules = Rules.preset("standard")
+    once = play_both_ways(PRETRAINED_DIR / "standard", tmp_path / "once")
+    with pytest.raises(ValueError, match="already plays both ways round"):
+        play_both_ways(once, tmp_path / "twice")
+    arch = {"pi": [8], "vf": [8]}
+    history = save_agent(
+        build_policy(policy_shape(rules, "history", arch, "tanh")), tmp_path / "history", rules, "history", arch, "tanh"
+    )
+    with pytest.raises(ValueError, match="cannot play both ways round: the 'history' layout has no ends piece"):
+        play_both_ways(history, tmp_path / "x")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(ValueError, match="taken already exists and is not an empty folder"):
+        play_both_ways(PRETRAINED_DIR / "standard", tmp_path / "taken")
+    assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
+    assert not (tmp_path / "twice").exists() and not (tmp_path / "x").exists()
+    metadata = json.loads((once / "agent.json").read_text())
+    for bad in ("yes", 1, None):
+        (once / "agent.json").write_text(json.dumps({**metadata, "mirror": bad}))
+        with pytest.raises(ValueError, match=r"once/agent.json: mirror must be true or false, got"):
+            load_agent_metadata(once)
+    history_metadata = json.loads((history / "agent.json").read_text())
+    (history / "agent.json").write_text(json.dumps({**history_metadata, "mirror": True}))
+    with pytest.raises(ValueError, match="history/agent.json: mirror: the 'history' layout has no ends piece"):
+        load_agent_metadata(history)
+
+
+def test_the_mirror_command_writes_an_agent_that_plays(tmp_path, capsys):
+    from block_env.cli import main
+
+    out = tmp_path / "agent"
+    assert main(["mirror", "--agent", "pretrained:standard_tracked", "--out", str(out)]) == 0
+    assert f"play it as policy:{out}" in capsys.readouterr().out
+    env = raw_env("standard", observation="tracked")
+    env.reset(seed=0)
+    env.step(env.observe(env.agent_selection)["action_mask"].argmax())  # past the opening
     obs = env.observe(env.agent_selection)
     assert obs["action_mask"][make_agent(f"policy:{out}", "standard", seed=0).act(obs)] == 1
 
