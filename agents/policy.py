@@ -476,7 +476,8 @@ class PolicyAgent(Agent):
 
     def last_hidden_layer(self, observations: np.ndarray) -> np.ndarray:
         """The policy network's last hidden layer for (k, size) observations (its actor's layers
-        but the action head): what the moves are read from. ValueError as :meth:`logits`."""
+        but the action head): what the moves are read from (one pass: without ``mirror``'s
+        second, of the mirror image). ValueError as :meth:`logits`."""
         self._check_encoding(observations)
         return _forward(self._actor[:-1], observations)
 
@@ -590,8 +591,9 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
 
 def play_both_ways(source: str | Path, out: str | Path) -> Path:
     """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
-    folder ``source`` whose agent.json says ``"mirror": true``: it plays each decision after
-    the opening by its network's logits for the position and for its mirror image averaged
+    folder ``source`` whose agent.json says ``"mirror": true``: it plays each decision its
+    network makes after the opening (an ``endgame`` search keeps its own) by the network's
+    logits for the position and for its mirror image averaged
     (:class:`PolicyAgent`'s ``mirror``). ValueError, before anything is written, for an agent
     that already does, or one reading the "history" encoding (no ends to swap).
 

@@ -314,6 +314,9 @@ class SearchAgent(Agent):
     def _prior_moves(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """The prior's move in each row, where this search does not search: each position
         laid out on one deal drawn from a fixed seed, which leaves the search's stream alone."""
+        assert self.prior is not None
+        if self.prior.observation == self.observation:  # nothing to lay out
+            return self.prior.act_batch(observations, masks)
         obs = [{"observation": o, "action_mask": m} for o, m in zip(observations, masks)]
         views = [self.view(o) for o in obs]
         histories = [read_moves(o, self.rules) if self._reads_moves else [] for o in obs]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from report_table import add_markdown_argument, show  # noqa: E402
+from report_table import add_markdown_argument, show
 
 import block_env
 from block_env import Match, Rules
