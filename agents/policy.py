@@ -440,6 +440,7 @@ class PolicyAgent(Agent):
                 self._mirror_columns = layout.mirror_columns
             except ValueError as e:
                 raise ValueError(f"{self.name}: mirror: {e}") from None
+            self._mirror_actions = self.rules.tile_set.mirror_actions
         self._ends = layout.slices.get("ends")
 
     def network_only(self) -> PolicyAgent:
@@ -464,15 +465,15 @@ class PolicyAgent(Agent):
         mirror image's, read back onto the same ends. ValueError when the observations are not
         in the encoding it reads."""
         self._check_encoding(observations)
-        logits = _forward(self._actor, observations)
         if not self.mirror:
-            return logits
-        rows, flat = np.atleast_2d(observations), np.atleast_2d(logits)  # act reads one row: views of it
+            return _forward(self._actor, observations)
+        rows = np.atleast_2d(observations)  # act reads one row
         after_opening = rows[:, self._ends].any(axis=1)
-        if after_opening.any():
-            mirrored = _forward(self._actor, rows[np.ix_(after_opening, self._mirror_columns)])
-            flat[after_opening] = (flat[after_opening] + mirrored[:, self.rules.tile_set.mirror_actions]) / 2
-        return logits
+        mirrored = rows[after_opening][:, self._mirror_columns]
+        both = _forward(self._actor, np.concatenate([rows, mirrored]))  # one pass over both readings
+        logits = both[: len(rows)]
+        logits[after_opening] = (logits[after_opening] + both[len(rows) :, self._mirror_actions]) / 2
+        return logits.reshape(np.shape(observations)[:-1] + logits.shape[-1:])
 
     def last_hidden_layer(self, observations: np.ndarray) -> np.ndarray:
         """The policy network's last hidden layer for (k, size) observations (its actor's layers
