@@ -126,14 +126,25 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:standard",
-            "Network",
+            "pretrained:standard_fifth",
+            "Fourth network",
             "very strong",
-            "the shipped network: taught round after round by a search the last round's network guides, the later rounds averaged",
+            "the fourth network: taught round after round by a search the last round's network guides, the later rounds averaged",
             (
                 Measured("+0.90 (+0.81 .. +1.00)", "search", 8000, RESULTS),
                 Measured("+0.14 (+0.11 .. +0.17)", "pretrained:standard_tracked", 32000, RESULTS),
                 Measured("+2.18 (+1.98 .. +2.38)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:standard",
+            "Network",
+            "very strong",
+            "the shipped network: one more round of the fourth network's teaching, reading each position both ways round",
+            (
+                Measured("+0.91 (+0.84 .. +0.98)", "search", 16000, RESULTS),
+                Measured("+0.07 (+0.05 .. +0.10)", "pretrained:standard_fifth", 32000, RESULTS),
+                Measured("+2.31 (+2.11 .. +2.52)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(

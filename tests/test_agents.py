@@ -923,9 +923,10 @@ def test_playing_both_ways_is_refused_where_there_are_no_ends_to_swap(tmp_path):
     from block_env.agents.policy import build_policy, load_agent_metadata, play_both_ways, policy_shape, save_agent
 
     rules = Rules.preset("standard")
-    once = play_both_ways(PRETRAINED_DIR / "standard", tmp_path / "once")
-    with pytest.raises(ValueError, match="already plays both ways round"):
-        play_both_ways(once, tmp_path / "twice")
+    once = play_both_ways(PRETRAINED_DIR / "standard_fifth", tmp_path / "once")
+    for mirrored in (once, PRETRAINED_DIR / "standard"):  # the shipped network reads both ways
+        with pytest.raises(ValueError, match="already plays both ways round"):
+            play_both_ways(mirrored, tmp_path / "twice")
     arch = {"pi": [8], "vf": [8]}
     history = save_agent(
         build_policy(policy_shape(rules, "history", arch, "tanh")), tmp_path / "history", rules, "history", arch, "tanh"
@@ -935,7 +936,7 @@ def test_playing_both_ways_is_refused_where_there_are_no_ends_to_swap(tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")
     with pytest.raises(ValueError, match="taken already exists and is not an empty folder"):
-        play_both_ways(PRETRAINED_DIR / "standard", tmp_path / "taken")
+        play_both_ways(PRETRAINED_DIR / "standard_fifth", tmp_path / "taken")
     assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
     assert not (tmp_path / "twice").exists() and not (tmp_path / "x").exists()
     metadata = json.loads((once / "agent.json").read_text())
