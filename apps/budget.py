@@ -9,6 +9,11 @@ that sets an agent's work keep the longest stretch without a Python instruction 
 One watchdog thread per :class:`MoveBudget` holds the deadlines of the moves in progress; it
 wakes at the first deadline, so a quick move costs no more than a heap push.
 
+A move is never stopped inside numba's compiler (the first call of a compiled kernel after an
+install compiles it, for seconds): an exception raised there, in the middle of its code
+generation, leaves the kernel half built and its cache entry unwritable, so the next call
+fails too. A move past its time while its thread compiles is stopped when the compile ends.
+
 Examples:
     >>> budget = MoveBudget(5.0)
     >>> budget.run(lambda: 1 + 1)
@@ -24,9 +29,13 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from numba.core import event
 
 T = TypeVar("T")
+#: How often the watchdog looks again at a move past its time whose thread is compiling.
+COMPILE_POLL_SECONDS = 0.05
 
 
 class MoveStopped(BaseException):
@@ -47,6 +56,29 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
     # ctypes passes None as a NULL pointer: what cancels a pending exception.
     raised = None if exception is None else ctypes.py_object(exception)
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), raised)
+
+
+class _Compiling(event.Listener):
+    """How deep in numba's compiler lock each thread is (its events start and end on the
+    compiling thread; the lock is re-entrant, so they nest)."""
+
+    def __init__(self) -> None:
+        self.depth: dict[int, int] = {}  # each thread changes its own entry only
+
+    def on_start(self, event: Any) -> None:
+        thread = threading.get_ident()
+        self.depth[thread] = self.depth.get(thread, 0) + 1
+
+    def on_end(self, event: Any) -> None:
+        thread = threading.get_ident()
+        self.depth[thread] = self.depth.get(thread, 1) - 1
+
+    def compiling(self, thread_id: int) -> bool:
+        return self.depth.get(thread_id, 0) > 0
+
+
+_COMPILING = _Compiling()
+event.register("numba:compiler_lock", _COMPILING)
 
 
 class _Running:
@@ -100,9 +132,13 @@ class MoveBudget:
                 now = self._clock()
                 while self._deadlines and (self._deadlines[0][2].done or self._deadlines[0][0] <= now):
                     _, _, running = heapq.heappop(self._deadlines)
-                    if not running.done:
-                        running.stopped = True
-                        _raise_in(running.thread_id, MoveStopped)
+                    if running.done:
+                        continue
+                    if _COMPILING.compiling(running.thread_id):  # stopped once its compile ends
+                        heapq.heappush(self._deadlines, (now + COMPILE_POLL_SECONDS, next(self._order), running))
+                        continue
+                    running.stopped = True
+                    _raise_in(running.thread_id, MoveStopped)
                 wait = self._deadlines[0][0] - now if self._deadlines else None
                 self._lock.wait(timeout=wait)
 

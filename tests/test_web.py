@@ -345,6 +345,35 @@ def test_a_move_past_the_time_budget_is_stopped_and_the_game_goes_on(monkeypatch
     assert play_first_moves(client, view)["over"]
 
 
+def test_a_move_is_not_stopped_inside_the_compiler_but_once_it_leaves():
+    """A move past its time while its thread holds numba's compiler lock (a kernel's first
+    compile) runs on to the end of the compile, then is stopped: an exception inside the
+    compiler would leave the kernel half built."""
+    from numba.core import event
+
+    from block_env.apps.budget import MoveBudget, OverBudget
+
+    budget = MoveBudget(0.05)
+    steps = []
+
+    def work():
+        event.start_event("numba:compiler_lock")  # what numba's compiler lock announces
+        try:
+            for _ in range(40):  # 0.2 s of Python instructions in the "compiler": four budgets
+                time.sleep(0.005)
+            steps.append("compiled")
+        finally:
+            event.end_event("numba:compiler_lock")
+        while True:  # stopped here
+            time.sleep(0.005)
+            steps.append("after")
+
+    with pytest.raises(OverBudget):
+        budget.run(work)
+    budget.close()
+    assert steps[0] == "compiled" and len(steps) < 40
+
+
 class Unbuildable(Agent):
     """Fails while it is built, as a broken agent folder would."""
 
