@@ -386,7 +386,7 @@ class PolicyAgent(Agent):
     ``mirror`` (by default agent.json's ``mirror``, else False) reads each position after the
     opening both ways round: the network's logits for it and, moved back onto the same ends,
     for its mirror image (the line's ends swapped) are averaged (:meth:`logits`), so the two
-    orientations of a position get mirrored moves, at twice the network's time. The
+    orientations of a position get mirrored moves, two rows of one pass a decision. The
     "history" encoding, whose move rows imply the opening's ends, cannot be mirrored.
 
     Examples:
