@@ -167,10 +167,7 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         if not isinstance(metadata[MIRROR], bool):
             raise bad(MIRROR, "true or false")
         if metadata[MIRROR]:
-            try:
-                _ = layout_for(rules, metadata["observation"]).mirror_columns
-            except ValueError as e:
-                raise ValueError(f"{meta_path}: mirror: {e}") from None
+            _mirror_columns(rules, metadata["observation"], f"{meta_path}: mirror")
     return metadata
 
 
@@ -434,14 +431,10 @@ class PolicyAgent(Agent):
         self.mirror: bool = metadata.get(MIRROR, False) if mirror is None else mirror
         if not isinstance(self.mirror, bool):
             raise ValueError(f"{self.name}: mirror must be true or false, got {mirror!r}")
-        layout = layout_for(self.rules, reads)
         if self.mirror:
-            try:
-                self._mirror_columns = layout.mirror_columns
-            except ValueError as e:
-                raise ValueError(f"{self.name}: mirror: {e}") from None
+            self._mirror_columns = _mirror_columns(self.rules, reads, f"{self.name}: mirror")
             self._mirror_actions = self.rules.tile_set.mirror_actions
-        self._ends = layout.slices.get("ends")
+            self._ends = layout_for(self.rules, reads).slices["ends"]
 
     def network_only(self) -> PolicyAgent:
         """This agent without its endgame search (agent.json's ``endgame``): every move its
@@ -610,11 +603,19 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
     metadata = load_agent_metadata(source)
     if metadata.get(MIRROR):
         raise ValueError(f"{source} already plays both ways round (its agent.json says mirror: true)")
-    try:
-        _ = layout_for(Rules.from_dict(metadata["rules"]), metadata["observation"]).mirror_columns
-    except ValueError as e:
-        raise ValueError(f"{source} cannot play both ways round: {e}") from None
+    _mirror_columns(
+        Rules.from_dict(metadata["rules"]), metadata["observation"], f"{source} cannot play both ways round"
+    )
     return _copy_with_setting(source, target, metadata, MIRROR, True)
+
+
+def _mirror_columns(rules: Rules, observation: str, where: str) -> np.ndarray:
+    """The ``observation`` encoding's mirror columns (:attr:`Layout.mirror_columns`);
+    ValueError, its message led by ``where``, for an encoding without ends to swap."""
+    try:
+        return layout_for(rules, observation).mirror_columns
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
 
 
 def _copy_with_setting(source: str | Path, target: Path, metadata: dict[str, Any], key: str, value: Any) -> Path:

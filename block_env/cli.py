@@ -213,30 +213,30 @@ def cmd_exploit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_average(args: argparse.Namespace) -> int:
+def _trained_agent_folder(spec: str, option: str) -> Path:
+    """The agent folder a command's ``option`` names (pretrained:NAME, policy:PATH); ValueError
+    naming the option for any other spec."""
     from block_env.agents import trained_agent_folder
+
+    try:
+        return trained_agent_folder(spec)
+    except ValueError as e:
+        raise ValueError(f"{option}: {e}") from None
+
+
+def cmd_average(args: argparse.Namespace) -> int:
     from block_env.agents.policy import average_agent_folders
 
-    folders = []
-    for spec in args.agents:
-        try:
-            folders.append(trained_agent_folder(spec))
-        except ValueError as e:
-            raise ValueError(f"--agents: {e}") from None
+    folders = [_trained_agent_folder(spec, "--agents") for spec in args.agents]
     out = average_agent_folders(folders, args.out)
     print(f"wrote {out}: the weight average of {', '.join(args.agents)} (play it as policy:{out})")
     return 0
 
 
 def cmd_endgame(args: argparse.Namespace) -> int:
-    from block_env.agents import trained_agent_folder
     from block_env.agents.policy import add_endgame_search
 
-    try:
-        source = trained_agent_folder(args.agent)
-    except ValueError as e:
-        raise ValueError(f"--agent: {e}") from None
-    out = add_endgame_search(source, args.out, args.search, args.hand_at_most)
+    out = add_endgame_search(_trained_agent_folder(args.agent, "--agent"), args.out, args.search, args.hand_at_most)
     print(
         f"wrote {out}: {args.agent} with its decisions at {args.hand_at_most} tiles or fewer searched by "
         f"{args.search} (play it as policy:{out})"
@@ -245,14 +245,9 @@ def cmd_endgame(args: argparse.Namespace) -> int:
 
 
 def cmd_mirror(args: argparse.Namespace) -> int:
-    from block_env.agents import trained_agent_folder
     from block_env.agents.policy import play_both_ways
 
-    try:
-        source = trained_agent_folder(args.agent)
-    except ValueError as e:
-        raise ValueError(f"--agent: {e}") from None
-    out = play_both_ways(source, args.out)
+    out = play_both_ways(_trained_agent_folder(args.agent, "--agent"), args.out)
     print(
         f"wrote {out}: {args.agent} reading each position after the opening both ways round, its logits and "
         f"its mirror image's averaged (play it as policy:{out})"
