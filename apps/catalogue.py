@@ -137,14 +137,25 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:standard",
-            "Network",
+            "pretrained:standard_sixth",
+            "Fifth network",
             "very strong",
-            "the shipped network: one more round of the fourth network's teaching, reading each position both ways round",
+            "the fifth network: one more round of the fourth network's teaching, reading each position both ways round",
             (
                 Measured("+0.91 (+0.84 .. +0.98)", "search", 16000, RESULTS),
                 Measured("+0.07 (+0.05 .. +0.10)", "pretrained:standard_fifth", 32000, RESULTS),
                 Measured("+2.31 (+2.11 .. +2.52)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:standard",
+            "Network",
+            "very strong",
+            "the shipped network: one more round of the fifth network's teaching, reading each position both ways round",
+            (
+                Measured("+0.95 (+0.89 .. +1.02)", "search", 16000, RESULTS),
+                Measured("+0.06 (+0.03 .. +0.08)", "pretrained:standard_sixth", 32000, RESULTS),
+                Measured("+2.19 (+1.99 .. +2.40)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(

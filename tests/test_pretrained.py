@@ -14,6 +14,7 @@ def test_agents_ship_and_stay_small():
     shipped = {
         "standard",
         "standard_fifth",
+        "standard_sixth",
         "standard_average",
         "standard_tracked",
         "standard_belief",
@@ -32,7 +33,7 @@ def test_agents_ship_and_stay_small():
         "partnership_vector",
     }
     assert shipped | partnership <= set(PRETRAINED)
-    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); sixteen
+    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); seventeen
     # agents, six of them partnership networks (two the same network, one with an endgame
     # search), stay under 32 MiB.
     total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
