@@ -167,7 +167,7 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         if not isinstance(metadata[MIRROR], bool):
             raise bad(MIRROR, "true or false")
         if metadata[MIRROR]:
-            _mirror_columns(rules, metadata["observation"], f"{meta_path}: mirror")
+            mirror_columns_of(rules, metadata["observation"], f"{meta_path}: mirror")
     return metadata
 
 
@@ -432,7 +432,7 @@ class PolicyAgent(Agent):
         if not isinstance(self.mirror, bool):
             raise ValueError(f"{self.name}: mirror must be true or false, got {mirror!r}")
         if self.mirror:
-            self._mirror_columns = _mirror_columns(self.rules, reads, f"{self.name}: mirror")
+            self._mirror_columns = mirror_columns_of(self.rules, reads, f"{self.name}: mirror")
             self._mirror_actions = self.rules.tile_set.mirror_actions
             self._ends = layout_for(self.rules, reads).slices["ends"]
 
@@ -462,7 +462,7 @@ class PolicyAgent(Agent):
             return _forward(self._actor, observations)
         rows = np.atleast_2d(observations)  # act reads one row
         after_opening = rows[:, self._ends].any(axis=1)
-        mirrored = rows[after_opening][:, self._mirror_columns]
+        mirrored = rows[np.ix_(after_opening, self._mirror_columns)]
         both = _forward(self._actor, np.concatenate([rows, mirrored]))  # one pass over both readings
         logits = both[: len(rows)]
         logits[after_opening] = (logits[after_opening] + both[len(rows) :, self._mirror_actions]) / 2
@@ -603,13 +603,13 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
     metadata = load_agent_metadata(source)
     if metadata.get(MIRROR):
         raise ValueError(f"{source} already plays both ways round (its agent.json says mirror: true)")
-    _mirror_columns(
+    mirror_columns_of(
         Rules.from_dict(metadata["rules"]), metadata["observation"], f"{source} cannot play both ways round"
     )
     return _copy_with_setting(source, target, metadata, MIRROR, True)
 
 
-def _mirror_columns(rules: Rules, observation: str, where: str) -> np.ndarray:
+def mirror_columns_of(rules: Rules, observation: str, where: str) -> np.ndarray:
     """The ``observation`` encoding's mirror columns (:attr:`Layout.mirror_columns`);
     ValueError, its message led by ``where``, for an encoding without ends to swap."""
     try:

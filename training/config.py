@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from block_env.agents import make_agent, parse_spec, trained_agent_folder
-from block_env.agents.policy import ACTIVATIONS
+from block_env.agents.policy import ACTIVATIONS, mirror_columns_of
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS, EPISODES, REWARDS
 from block_env.rules import Rules, resolve_rules
@@ -529,10 +529,9 @@ class TrainConfig:
             )
         self.pretrain.validate()
         if self.pretrain.mirror:
-            try:
-                _ = layout_for(self.resolved_rules(), self.observation).mirror_columns
-            except ValueError as e:
-                raise ValueError(f"pretrain.mirror with observation {self.observation!r}: {e}") from None
+            mirror_columns_of(
+                self.resolved_rules(), self.observation, f"pretrain.mirror with observation {self.observation!r}"
+            )
         if self.pretrain.belief_weight and not self.ppo.asymmetric:
             raise ValueError(
                 f"pretrain.belief_weight ({self.pretrain.belief_weight!r}) learns from the hidden hands that only "
