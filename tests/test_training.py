@@ -68,6 +68,7 @@ def test_shipped_configs_are_valid():
         ({"ppo": {"critic": "oracle"}}, "ppo.critic must be one of"),
         ({"ppo": {"critic_warmup": -1}}, "ppo.critic_warmup must be an int >= 0"),
         ({"ppo": {"anneal_learning_rate": "yes"}}, "ppo.anneal_learning_rate must be bool, got 'yes'"),
+        ({"pretrain": {"anneal_learning_rate": 1}}, "pretrain.anneal_learning_rate must be bool, got 1"),
         ({"ppo": {"critic": "full_information"}, "vec_env": "dummy"}, 'needs vec_env "batched"'),
         ({"eval": {"halfwidth": 0}}, "eval.halfwidth must be a positive finite number, got 0"),
         ({"eval": {"deals": 500, "max_deals": 400}}, r"eval\.max_deals \(400\) must be at least eval\.deals \(500\)"),
@@ -1040,6 +1041,48 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     values["pretrain"]["holdout"] = 0.999
     with pytest.raises(ValueError, match=rf"holds out {total}: none would be fitted"):
         train(config_from_dict(values), tmp_path / "all", progress=False)
+
+
+def test_an_annealed_imitation_step_size_falls_linearly_to_zero_over_every_pass(tiny_run, tmp_path, monkeypatch):
+    """pretrain.anneal_learning_rate: each minibatch's Adam step is the rate times the share of
+    all the passes' minibatches still to come (two passes of two minibatches: 1, 3/4, 1/2, 1/4);
+    without it every step takes the rate itself."""
+    import torch
+
+    from block_env.training.teaching import fit_policy, load_decisions
+    from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env
+
+    rates: list[float] = []
+    step = torch.optim.Adam.step
+
+    def spy(optimizer, *args, **kwargs):
+        rates.append(optimizer.param_groups[0]["lr"])
+        return step(optimizer, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    config = load_config(TINY)
+    env = make_vec_env(config, ["random"])
+    model = build_model(config, env, RunPaths(tmp_path / "model"))
+    env.close()
+    data = load_decisions(
+        tiny_run / "teacher_decisions.npz", config, model.observation_space.shape[0], model.action_space.n
+    )
+    few = {key: array[:8] for key, array in data.items()}
+    for anneal, expected in ((True, [0.004, 0.003, 0.002, 0.001]), (False, [0.004] * 4)):
+        rates.clear()
+        fit_policy(
+            model,
+            few["observations"],
+            few["masks"],
+            imitation_targets(few, config),
+            few["returns"],
+            epochs=2,
+            batch_size=4,
+            learning_rate=0.004,
+            seed=0,
+            anneal=anneal,
+        )
+        assert rates == pytest.approx(expected)
 
 
 def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_and_the_run_is_left_as_it_was(tiny_run, capsys):

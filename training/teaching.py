@@ -339,13 +339,16 @@ def fit_policy(
     held_out: PolicyTargets | None = None,
     belief_weight: float = 0.0,
     other_seats: int = 1,
+    anneal: bool = False,
 ) -> dict[str, Any]:
     """Fit the policy's masked move distribution to ``targets`` (a distribution over actions
     per row: one-hot for a teacher's moves, soft for a search's move values) by cross-entropy,
     and the value head to ``returns`` (learner units), with Adam. Returns the decisions, how
     often the policy's best move was the targets' best before fitting (``agreement``) and
     after the last epoch (``accuracy``), and the last epoch's mean losses. ``advance(n)`` is
-    told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions).
+    told of each minibatch's ``n`` decisions (a progress bar over epochs x decisions). With
+    ``anneal``, the step size falls linearly from ``learning_rate`` to zero over all the passes'
+    minibatches, so the last passes settle where a constant step keeps moving about.
 
     With ``held_out`` decisions (never fitted), the policy's loss and agreement on them (and the
     searched value of its choices, when they hold move values: :func:`policy_figures`) are
@@ -377,6 +380,8 @@ def fit_policy(
     belief_head = hidden_tile_head(policy, other_seats, seed) if belief_weight else None
     parameters = [*policy.parameters(), *(belief_head.parameters() if belief_head is not None else ())]
     optimizer = torch.optim.Adam(parameters, lr=learning_rate)
+    minibatches = epochs * -(-len(best) // batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 - step / minibatches if anneal else 1.0)
 
     agreement = policy_figures(policy, PolicyTargets(observations, masks, targets), batch_size)["agreement"]
     policy.set_training_mode(True)
@@ -409,6 +414,7 @@ def fit_policy(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            schedule.step()
             correct += (logits.argmax(-1) == best[idx]).sum().item()
             policy_loss_sum += policy_loss.item() * len(idx)
             value_loss_sum += value_loss.item() * len(idx)

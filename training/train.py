@@ -452,6 +452,7 @@ def imitate(model: Any, config: TrainConfig, progress: bool = True, keep: Path |
             held_out=held_out,
             belief_weight=config.pretrain.belief_weight,
             other_seats=config.resolved_rules().num_players - 1,
+            anneal=config.pretrain.anneal_learning_rate,
         )
     return {
         **stats,
