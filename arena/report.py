@@ -172,6 +172,10 @@ def _ratings(config: ArenaConfig, records: list[dict[str, Any]]) -> list[tuple[f
 # -- output -----------------------------------------------------------------------------------
 
 
+#: Decimals of the points a round in summary.md: close agents differ by hundredths of a point.
+POINT_DIGITS = 2
+
+
 def markdown(report: ArenaReport) -> str:
     cfg = report.config
     head = (
@@ -184,7 +188,12 @@ def markdown(report: ArenaReport) -> str:
     cols += ["rating (μ−3σ)", "seat-rounds"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for a in report.ranked():
-        row = [f"`{a.agent}`", a.round_win_rate.fmt(percent=True), a.points_per_round.fmt(), a.net_per_round.fmt()]
+        row = [
+            f"`{a.agent}`",
+            a.round_win_rate.fmt(percent=True),
+            a.points_per_round.fmt(digits=POINT_DIGITS),
+            a.net_per_round.fmt(digits=POINT_DIGITS),
+        ]
         if cfg.episode == "match":
             row.append(a.match_win_rate.fmt(percent=True) if a.match_win_rate else "n/a")
         row += ["n/a" if a.rating is None else f"{a.rating:.1f}", str(a.seat_rounds)]
@@ -202,7 +211,7 @@ def markdown(report: ArenaReport) -> str:
     h2h.append("| vs | " + " | ".join(f"`{n}`" for n in names) + " |")
     h2h.append("|---|" + "---|" * len(names))
     for a in names:
-        cells = ["—" if a == b else report.head_to_head[a].get(b, NOT_MET).fmt() for b in names]
+        cells = ["—" if a == b else report.head_to_head[a].get(b, NOT_MET).fmt(digits=POINT_DIGITS) for b in names]
         h2h.append(f"| `{a}` | " + " | ".join(cells) + " |")
     return head + "\n".join(lines + h2h) + "\n"
 

@@ -199,6 +199,12 @@ def test_eval_command_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "round win rate" in printed and "`search:worlds=2`" in printed
     assert {p.name for p in out.iterdir()} == {"summary.md", "summary.csv", "report.json", "chart.png", "records.jsonl"}
+    # points and margins to hundredths (close agents differ by a few), as report.json holds them
+    head_to_head = json.loads((out / "report.json").read_text())["head_to_head"]
+    margin = head_to_head["greedy"]["search:worlds=2"]
+    cell = f"{margin['mean']:.2f} ± {(margin['high'] - margin['low']) / 2:.2f}"
+    greedy_rows = [line for line in (out / "summary.md").read_text().splitlines() if line.startswith("| `greedy` |")]
+    assert cell in greedy_rows[-1]  # the head-to-head table's row
 
 
 def test_eval_command_match_mode_reports_match_win_rate(tmp_path, capsys):
