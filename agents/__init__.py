@@ -59,6 +59,8 @@ __all__ = [
 
 
 def _parse_value(text: str) -> Any:
+    if text in ("true", "false"):
+        return text == "true"
     for cast in (int, float):
         try:
             return cast(text)
@@ -71,8 +73,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """``"search:worlds=96"`` -> ("search", {"worlds": 96}); ``"policy:runs/a"`` -> ("policy", {"path": "runs/a"}).
 
     Examples:
-        >>> parse_spec("search:worlds=96,playout=greedy")
-        ('search', {'worlds': 96, 'playout': 'greedy'})
+        >>> parse_spec("search:worlds=96,playout=greedy,prior_mirror=false")
+        ('search', {'worlds': 96, 'playout': 'greedy', 'prior_mirror': False})
     """
     if not isinstance(spec, str) or not spec:
         raise ValueError(f"an agent spec is a non-empty string, got {spec!r}")

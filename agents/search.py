@@ -100,6 +100,11 @@ class SearchAgent(Agent):
             prior lies. It acts on the moves the agent plays (``act``, ``act_batch``; batched
             engine); ``search_moves``, which searches every position (what value-fitted
             teachers, expert iteration and a trained agent's endgame call), refuses it.
+        prior_mirror: a trained prior that reads each position both ways round (agent.json's
+            ``mirror``) read one way (false), or one that reads it one way read both ways
+            (true); None, the default: as its agent.json says. Read one way, the prior's
+            network does half the work in every playout move and in the weighing of the
+            sampled deals.
 
     Examples:
         >>> from block_env import raw_env
@@ -131,10 +136,16 @@ class SearchAgent(Agent):
         belief: str = "none",
         playout_temperature: float = 1.0,
         hand_at_most: int | None = None,
+        prior_mirror: bool | None = None,
     ) -> None:
         if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
             raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
-        guide = self._trained_prior(prior, resolve_rules(rules), seed) if ":" in prior else None
+        if prior_mirror is not None and (":" not in prior or not isinstance(prior_mirror, bool)):
+            raise ValueError(
+                "search prior_mirror reads a trained prior (prior=pretrained:NAME or policy:PATH) one way "
+                f"(false) or both ways round (true), got prior_mirror={prior_mirror!r} with prior={prior!r}"
+            )
+        guide = self._trained_prior(prior, resolve_rules(rules), seed, prior_mirror) if ":" in prior else None
         # The round's moves come from the "history" encoding: the belief weighs them, and a
         # "tracked" prior reads who placed which tile in every world the search lays out.
         tracks = guide is not None and guide.observation == "tracked"
@@ -209,15 +220,16 @@ class SearchAgent(Agent):
         self._encode = batch_encoder(self.rules, self.guide.observation) if self.guide is not None else None
 
     @staticmethod
-    def _trained_prior(spec: str, rules: Rules, seed: int | None) -> PolicyAgent:
-        """The trained agent a guided search reads (its moves, network and value head)."""
+    def _trained_prior(spec: str, rules: Rules, seed: int | None, mirror: bool | None) -> PolicyAgent:
+        """The trained agent a guided search reads (its moves, network and value head), read
+        both ways round or one way as ``mirror`` says (None: as its agent.json says)."""
         from block_env.agents import parse_spec  # the spec parser lives in the package above
 
         name, options = parse_spec(spec)  # an unknown pretrained agent is named there
         if name != "policy":
             raise ValueError(f"search prior {spec!r} is not a trained agent (pretrained:NAME or policy:PATH)")
         agent = PolicyAgent(
-            rules, seed, path=options["path"], endgame=False
+            rules, seed, path=options["path"], endgame=False, mirror=mirror
         )  # its network: no search inside the search
         if agent.observation not in PRIOR_ENCODINGS:
             raise ValueError(

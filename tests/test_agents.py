@@ -915,6 +915,41 @@ def test_an_agent_playing_both_ways_reads_a_position_and_its_mirror_alike(tmp_pa
     assert batched.tolist() == [agent.act({"observation": o, "action_mask": m}) for o, m in zip(rows, masks)]
 
 
+def test_a_search_can_read_its_prior_one_way_as_the_same_network_saved_one_way(tmp_path):
+    """prior_mirror=false reads a prior that plays both ways round one way: the search then
+    plays, move for move, as one guided by the same weights saved without agent.json's mirror
+    (its playouts and its weighing of the deals read one position, not two); by default the
+    prior reads both ways as its agent.json says. The option needs a trained prior and a bool."""
+    import shutil
+
+    from block_env.agents import PRETRAINED_DIR
+
+    one_way = tmp_path / "one_way"
+    shutil.copytree(PRETRAINED_DIR / "standard", one_way)
+    metadata = json.loads((one_way / "agent.json").read_text())
+    assert metadata["mirror"] is True
+    (one_way / "agent.json").write_text(json.dumps({**metadata, "mirror": False}))
+    settings = "playout=policy,belief=prior,confidence=0,worlds=4"
+    read_one_way = make_agent(f"search:prior=pretrained:standard,prior_mirror=false,{settings}", Rules(), seed=3)
+    saved_one_way = make_agent(f"search:prior=policy:{one_way},{settings}", Rules(), seed=3)
+    both_ways = make_agent(f"search:prior=pretrained:standard,{settings}", Rules(), seed=3)
+    assert not read_one_way.guide.mirror and not saved_one_way.guide.mirror and both_ways.guide.mirror
+    env = raw_env("standard")
+    rows, masks = [], []
+    for deal in range(3):
+        env.reset(seed=deal)
+        while not all(env.terminations.values()):
+            obs = env.observe(env.agent_selection, read_one_way.observation)
+            rows.append(obs["observation"])
+            masks.append(obs["action_mask"])
+            env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    observations, legal = np.array(rows), np.array(masks).astype(bool)
+    assert read_one_way.act_batch(observations, legal).tolist() == saved_one_way.act_batch(observations, legal).tolist()
+    for bad, read, prior in (("true", True, "strategic"), ("1", 1, "pretrained:standard"), ("false", False, "none")):
+        with pytest.raises(ValueError, match=f"search prior_mirror reads a trained prior .* got prior_mirror={read} "):
+            make_agent(f"search:prior={prior},prior_mirror={bad}", Rules())
+
+
 def test_playing_both_ways_is_refused_where_there_are_no_ends_to_swap(tmp_path):
     """An agent already playing both ways, one reading "history" (its move rows imply the
     opening's ends), a folder that holds files (left as it was): refused by name, nothing
