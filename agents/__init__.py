@@ -8,6 +8,8 @@ policies and a human at the terminal. Build one from a spec string with :func:`m
 - ``openspiel:ismcts`` or ``openspiel:mcts,simulations=200`` (OpenSpiel's search bots)
 - ``solved:PATH`` (the average policy ``block-dominoes solve`` wrote into PATH)
 - ``human``
+
+Option values read as ints, floats, ``true`` and ``false`` (booleans), or else strings.
 """
 
 from __future__ import annotations

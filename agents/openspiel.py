@@ -30,7 +30,7 @@ from block_env.agents.base import Agent, Observation
 from block_env.engine import Round
 from block_env.openspiel_game import BlockDominoesGame, BlockDominoesState, resample_position
 from block_env.rules import Rules
-from block_env.validation import check_int
+from block_env.validation import check_int, check_number
 
 #: ``openspiel:NAME`` -> what it plays.
 BOTS = ("ismcts", "mcts")
@@ -142,7 +142,7 @@ class OpenSpielAgent(Agent):
         check_int("simulations", simulations, low=1)
         self.bot_name = bot
         self.simulations = simulations
-        self.uct_c = float(uct_c)
+        self.uct_c = check_number("openspiel uct_c", uct_c, 0.0)
         self.name = f"openspiel:{bot}"
         params = {name: value for name, value in self.rules.as_dict().items() if value is not None}
         self.game = pyspiel.load_game("block_dominoes", {"preset": "standard", **params})

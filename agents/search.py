@@ -17,7 +17,7 @@ from block_env.hidden_hands import sample_hidden_hands
 from block_env.observations import batch_encoder, layout_for, read_moves
 from block_env.rules import Rules, resolve_rules
 from block_env.tiles import ends_after
-from block_env.validation import check_int, check_number
+from block_env.validation import check_bool, check_int, check_number, is_number
 
 PLAYOUTS = ("greedy", "heuristic", "random", "policy")
 #: Built-in priors; a trained agent's spec (pretrained:NAME, policy:PATH) is a prior too.
@@ -100,11 +100,10 @@ class SearchAgent(Agent):
             prior lies. It acts on the moves the agent plays (``act``, ``act_batch``; batched
             engine); ``search_moves``, which searches every position (what value-fitted
             teachers, expert iteration and a trained agent's endgame call), refuses it.
-        prior_mirror: a trained prior that reads each position both ways round (agent.json's
-            ``mirror``) read one way (false), or one that reads it one way read both ways
-            (true); None, the default: as its agent.json says. Read one way, the prior's
-            network does half the work in every playout move and in the weighing of the
-            sampled deals.
+        prior_mirror: read the trained prior one way (false) or both ways round (true),
+            overriding its agent.json's ``mirror``; None (default) follows agent.json. Every
+            use of the prior reads it so: its own move, the playouts and the weighing of the
+            sampled deals; read one way, its network does half the work.
 
     Examples:
         >>> from block_env import raw_env
@@ -140,11 +139,13 @@ class SearchAgent(Agent):
     ) -> None:
         if not isinstance(prior, str) or (prior not in PRIORS and ":" not in prior):
             raise ValueError(f"search prior must be one of {PRIORS} or a trained agent's spec, got {prior!r}")
-        if prior_mirror is not None and (":" not in prior or not isinstance(prior_mirror, bool)):
-            raise ValueError(
-                "search prior_mirror reads a trained prior (prior=pretrained:NAME or policy:PATH) one way "
-                f"(false) or both ways round (true), got prior_mirror={prior_mirror!r} with prior={prior!r}"
-            )
+        if prior_mirror is not None:
+            check_bool("search prior_mirror", prior_mirror)
+            if ":" not in prior:
+                raise ValueError(
+                    "search prior_mirror reads a trained prior (prior=pretrained:NAME or policy:PATH) one way "
+                    f"(false) or both ways round (true), got prior={prior!r}"
+                )
         guide = self._trained_prior(prior, resolve_rules(rules), seed, prior_mirror) if ":" in prior else None
         # The round's moves come from the "history" encoding: the belief weighs them, and a
         # "tracked" prior reads who placed which tile in every world the search lays out.
@@ -156,15 +157,15 @@ class SearchAgent(Agent):
                 f"a search with {needs} reads the round's moves from the 'history' encoding, got {observation!r}"
             )
         super().__init__(rules, seed, observation or ("history" if reads_moves else "vector"))
-        if not isinstance(worlds, int) or worlds < 1:
+        if isinstance(worlds, bool) or not isinstance(worlds, int) or worlds < 1:
             raise ValueError(f"search worlds must be a positive int, got {worlds!r}")
         if playout not in PLAYOUTS:
             raise ValueError(f"search playout must be one of {PLAYOUTS}, got {playout!r}")
-        if not 0.0 <= epsilon <= 1.0:
+        if not is_number(epsilon) or not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
         if leaf not in LEAVES:
             raise ValueError(f"search leaf must be one of {LEAVES}, got {leaf!r}")
-        if not isinstance(confidence, (int, float)) or confidence < 0:
+        if not is_number(confidence) or confidence < 0:
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
         if engine not in ENGINES:
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")

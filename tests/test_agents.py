@@ -202,6 +202,30 @@ def test_parse_spec():
         {"worlds": 96, "playout": "random", "epsilon": 0.5},
     )
     assert parse_spec("policy:runs/a:b") == ("policy", {"path": "runs/a:b"})
+    assert parse_spec("search:prior_mirror=false,playout=True") == (
+        "search",
+        {"prior_mirror": False, "playout": "True"},
+    )
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("search:worlds=true", "search worlds must be a positive int, got True"),
+        ("search:epsilon=false", "search epsilon must be in 0..1, got False"),
+        ("search:confidence=true", "search confidence must be a non-negative number, got True"),
+        ("search:prior=pretrained:standard,prior_mirror=1", "search prior_mirror must be a bool, got 1"),
+        (
+            "search:prior=strategic,prior_mirror=true",
+            "search prior_mirror reads a trained prior .* got prior='strategic'",
+        ),
+    ],
+)
+def test_a_yes_or_no_where_a_number_belongs_is_refused_by_name(spec, message):
+    """Specs read true and false as booleans; a number option refuses them (Python counts a
+    bool as an int) rather than running with 1 or 0."""
+    with pytest.raises(ValueError, match=message):
+        make_agent(spec, Rules())
 
 
 def test_agents_refuse_an_all_zero_mask():
@@ -945,9 +969,9 @@ def test_a_search_can_read_its_prior_one_way_as_the_same_network_saved_one_way(t
             env.step(int(np.flatnonzero(obs["action_mask"])[0]))
     observations, legal = np.array(rows), np.array(masks).astype(bool)
     assert read_one_way.act_batch(observations, legal).tolist() == saved_one_way.act_batch(observations, legal).tolist()
-    for bad, read, prior in (("true", True, "strategic"), ("1", 1, "pretrained:standard"), ("false", False, "none")):
-        with pytest.raises(ValueError, match=f"search prior_mirror reads a trained prior .* got prior_mirror={read} "):
-            make_agent(f"search:prior={prior},prior_mirror={bad}", Rules())
+    assert make_agent(f"search:prior=policy:{one_way},prior_mirror=true,{settings}", Rules()).guide.mirror
+    with pytest.raises(ValueError, match="search prior_mirror reads a trained prior .* got prior='none'"):
+        make_agent("search:prior=none,prior_mirror=false", Rules())
 
 
 def test_playing_both_ways_is_refused_where_there_are_no_ends_to_swap(tmp_path):

@@ -1044,13 +1044,12 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
 
 
 def test_an_annealed_imitation_step_size_falls_linearly_to_zero_over_every_pass(tiny_run, tmp_path, monkeypatch):
-    """pretrain.anneal_learning_rate: each minibatch's Adam step is the rate times the share of
-    all the passes' minibatches still to come (two passes of two minibatches: 1, 3/4, 1/2, 1/4);
-    without it every step takes the rate itself."""
+    """pretrain.anneal_learning_rate: each minibatch's Adam step of the warm start is the rate
+    times the share of all the passes' minibatches still to come (300 decisions in minibatches
+    of 150, two passes: 1, 3/4, 1/2, 1/4); without it every step takes the rate itself."""
     import torch
 
-    from block_env.training.teaching import fit_policy, load_decisions
-    from block_env.training.train import RunPaths, build_model, imitation_targets, make_vec_env
+    from block_env.training.train import RunPaths, build_model, imitate, make_vec_env
 
     rates: list[float] = []
     step = torch.optim.Adam.step
@@ -1060,28 +1059,17 @@ def test_an_annealed_imitation_step_size_falls_linearly_to_zero_over_every_pass(
         return step(optimizer, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.Adam, "step", spy)
-    config = load_config(TINY)
-    env = make_vec_env(config, ["random"])
-    model = build_model(config, env, RunPaths(tmp_path / "model"))
-    env.close()
-    data = load_decisions(
-        tiny_run / "teacher_decisions.npz", config, model.observation_space.shape[0], model.action_space.n
-    )
-    few = {key: array[:8] for key, array in data.items()}
+    values = yaml.safe_load(TINY.read_text())
+    kept = {"decisions": 0, "earlier_decisions": [str(tiny_run / "teacher_decisions.npz")]}
+    fit = {"epochs": 2, "batch_size": 150, "learning_rate": 0.004}
     for anneal, expected in ((True, [0.004, 0.003, 0.002, 0.001]), (False, [0.004] * 4)):
+        values["pretrain"] = values["pretrain"] | kept | fit | {"anneal_learning_rate": anneal}
+        config = config_from_dict(values)
+        env = make_vec_env(config, ["random"])
+        model = build_model(config, env, RunPaths(tmp_path / f"anneal-{anneal}"))
+        env.close()
         rates.clear()
-        fit_policy(
-            model,
-            few["observations"],
-            few["masks"],
-            imitation_targets(few, config),
-            few["returns"],
-            epochs=2,
-            batch_size=4,
-            learning_rate=0.004,
-            seed=0,
-            anneal=anneal,
-        )
+        assert imitate(model, config, progress=False)["decisions"] == 300
         assert rates == pytest.approx(expected)
 
 

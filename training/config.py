@@ -193,8 +193,8 @@ class PretrainConfig:
     learning_rate: float = 1e-3
     """Adam step size of the warm start."""
     anneal_learning_rate: bool = False
-    """The step size falls linearly from ``learning_rate`` to zero over the ``epochs`` passes
-    (the held-out pass kept is then most often one of the last)."""
+    """The step size falls linearly from ``learning_rate`` to zero over the ``epochs`` passes'
+    minibatches."""
     workers: int = 1
     """Processes playing the teacher games (a search teacher's decisions are the slow part)."""
     ray_address: str | None = None
