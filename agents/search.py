@@ -165,7 +165,7 @@ class SearchAgent(Agent):
             raise ValueError(f"search epsilon must be in 0..1, got {epsilon!r}")
         if leaf not in LEAVES:
             raise ValueError(f"search leaf must be one of {LEAVES}, got {leaf!r}")
-        if not is_number(confidence) or confidence < 0:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not confidence >= 0:
             raise ValueError(f"search confidence must be a non-negative number, got {confidence!r}")
         if engine not in ENGINES:
             raise ValueError(f"search engine must be one of {ENGINES}, got {engine!r}")

@@ -226,6 +226,8 @@ def test_a_yes_or_no_where_a_number_belongs_is_refused_by_name(spec, message):
     bool as an int) rather than running with 1 or 0."""
     with pytest.raises(ValueError, match=message):
         make_agent(spec, Rules())
+    # an infinite confidence is a number: the prior's move is never overridden
+    assert make_agent("search:confidence=inf", Rules()).confidence == float("inf")
 
 
 def test_agents_refuse_an_all_zero_mask():
