@@ -120,6 +120,12 @@ class StoredGame:
     finished: float | None
 
 
+def _rate_interval(per_minute: int) -> float:
+    """Seconds between new games at a steady ``per_minute``: what each new game spends of an
+    address's allowance, and what a discarded one gives back."""
+    return 60.0 / per_minute
+
+
 def sqlite_url(folder: str | Path) -> str:
     """The SQLite database in ``folder`` (made if missing)."""
     path = Path(folder)
@@ -245,7 +251,7 @@ class Store:
 
     def _spend_rate(self, conn: Connection, address: str, per_minute: int, now: float) -> None:
         """One new game from ``address``: a steady ``per_minute`` with a burst of a minute's worth."""
-        interval = 60.0 / per_minute
+        interval = _rate_interval(per_minute)
         tat = conn.execute(select(rates.c.tat).where(rates.c.address == address[:64])).scalar_one_or_none()
         start = now if tat is None else max(tat, now)
         if start + interval - now > 60.0 + 1e-9:
@@ -268,7 +274,9 @@ class Store:
             conn.execute(delete(games).where(games.c.id == game_id))
             if per_minute > 0:
                 conn.execute(
-                    update(rates).where(rates.c.address == address[:64]).values(tat=rates.c.tat - 60.0 / per_minute)
+                    update(rates)
+                    .where(rates.c.address == address[:64])
+                    .values(tat=rates.c.tat - _rate_interval(per_minute))
                 )
 
     def load(self, game_id: str) -> StoredGame | None:
