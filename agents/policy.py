@@ -337,7 +337,7 @@ def average_actors(policy: Any, activation: str, members: Sequence[tuple[str, Po
     policy.load_state_dict(state)
 
 
-def _check_new_folder(target: Path, why: str) -> None:
+def check_new_folder(target: Path, why: str) -> None:
     """ValueError unless ``target`` is absent or an empty folder (``why``: what writes it),
     so that nothing already there is lost."""
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -362,7 +362,7 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     if len(folders) < 2:
         raise ValueError(f"averaging needs two agent folders at least, got {len(folders)}")
     target = Path(out)
-    _check_new_folder(target, "averaging writes a new agent folder")
+    check_new_folder(target, "averaging writes a new agent folder")
     first = load_agent_metadata(folders[0])
     rules = Rules.from_dict(first["rules"])
     agents = [(str(folder), PolicyAgent(rules, observation=first["observation"], path=folder)) for folder in folders]
@@ -574,7 +574,7 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
     target = Path(out)
     settings = {"hand_at_most": hand_at_most, "search": search}
     check_endgame(settings, str(target / AGENT_JSON))
-    _check_new_folder(target, "the agent is written to a new folder")
+    check_new_folder(target, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if ENDGAME in metadata:
         raise ValueError(f"{source} already hands its endgame to {metadata[ENDGAME]['search']!r}")
@@ -599,7 +599,7 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
         True
     """
     target = Path(out)
-    _check_new_folder(target, "the agent is written to a new folder")
+    check_new_folder(target, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if metadata.get(MIRROR):
         raise ValueError(f"{source} already plays both ways round (its agent.json says mirror: true)")

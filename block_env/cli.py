@@ -244,6 +244,16 @@ def cmd_endgame(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from block_env.training.config import load_config
+    from block_env.training.train import export_checkpoint
+
+    config = None if args.config is None else load_config(args.config)
+    out = export_checkpoint(args.checkpoint, args.out, config)
+    print(f"wrote {out}: the policy of {args.checkpoint} (play it as policy:{out})")
+    return 0
+
+
 def cmd_mirror(args: argparse.Namespace) -> int:
     from block_env.agents.policy import play_both_ways
 
@@ -324,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_average,
         _add_endgame,
         _add_mirror,
+        _add_export,
     ):
         add(sub)
     return parser
@@ -485,6 +496,16 @@ def _add_mirror(sub: Any) -> None:
     p.add_argument("--agent", required=True, help="the trained agent (pretrained:NAME, policy:PATH)")
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_mirror)
+
+
+def _add_export(sub: Any) -> None:
+    p = sub.add_parser("export", help="a training run's PPO checkpoint as an agent folder, to play in the arena")
+    p.add_argument("--checkpoint", required=True, help="the checkpoint (RUN/checkpoints/ppo_STEPS_steps.zip)")
+    p.add_argument(
+        "--config", help="the run's config (default: RUN/config.yaml, beside the checkpoint's checkpoints folder)"
+    )
+    p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
+    p.set_defaults(func=cmd_export)
 
 
 def _add_serve(sub: Any) -> None:

@@ -353,6 +353,78 @@ def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
         assert np.array_equal(tensor.numpy(), model.policy.state_dict()[key].numpy()), key
 
 
+def test_export_writes_a_checkpoints_policy_as_an_agent_that_plays(tiny_run, tmp_path):
+    """The run's last model (final.zip) exports as its final agent, weight for weight; each
+    checkpoint as its own weights, which play a legal round."""
+    import torch
+
+    def weights(folder):
+        return torch.load(folder / "policy.pth", weights_only=True)
+
+    exported = {}
+    for name in ("final.zip", "checkpoints/ppo_256_steps.zip", "checkpoints/ppo_512_steps.zip"):
+        exported[name] = tmp_path / name.replace("/", "_")
+        assert main(["export", "--checkpoint", str(tiny_run / name), "--out", str(exported[name])]) == 0
+    final, first, second = (weights(folder) for folder in exported.values())
+    expected = weights(tiny_run / "final")
+    assert final.keys() == expected.keys() and all(torch.equal(final[key], expected[key]) for key in expected)
+    assert not all(torch.equal(first[key], second[key]) for key in first)
+    metadata = json.loads((exported["final.zip"] / "agent.json").read_text())
+    assert metadata == json.loads((tiny_run / "final" / "agent.json").read_text())
+    for folder in exported.values():
+        agent_plays_legal_round(make_agent(f"policy:{folder}", Rules(), seed=0), Rules(), seed=3)
+
+
+def test_export_refuses_what_it_cannot_read_and_writes_nothing(tiny_run, tmp_path, capsys):
+    """A missing checkpoint, one whose run folder has no config, a config of another network
+    and an --out that holds files are each refused by name, before anything is written."""
+    checkpoint = tiny_run / "checkpoints" / "ppo_512_steps.zip"
+    loose = tmp_path / "elsewhere" / "loose.zip"
+    loose.parent.mkdir()
+    loose.write_bytes(checkpoint.read_bytes())
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("keep me")
+    wider = tmp_path / "wider.yaml"
+    values = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    values["ppo"]["net_arch"] = [48, 48]
+    wider.write_text(yaml.safe_dump(values))
+    cases = [
+        (
+            ["--checkpoint", str(checkpoint), "--config", str(wider)],
+            "ppo_512_steps.zip: its network does not fit the run config's (size mismatch for",
+        ),
+        (["--checkpoint", str(tiny_run / "checkpoints" / "ppo_9_steps.zip")], "ppo_9_steps.zip: no such checkpoint"),
+        (
+            ["--checkpoint", str(loose)],
+            f"no run config at {loose.parent / 'config.yaml'} or {tmp_path / 'config.yaml'}",
+        ),
+        (["--checkpoint", str(checkpoint), "--out", str(taken)], f"{taken} already exists and is not an empty folder"),
+    ]
+    for arguments, message in cases:
+        out = ["--out", str(tmp_path / "new")] if "--out" not in arguments else []
+        with pytest.raises(SystemExit) as exit_:
+            main(["export", *arguments, *out])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "new").exists() and (taken / "notes.txt").read_text() == "keep me"
+    # The run's config named: the loose checkpoint exports.
+    assert (
+        main(
+            [
+                "export",
+                "--checkpoint",
+                str(loose),
+                "--config",
+                str(tiny_run / "config.yaml"),
+                "--out",
+                str(tmp_path / "new"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "new" / "policy.pth").is_file()
+
+
 def test_an_annealed_learning_rate_falls_to_zero_over_the_run_and_a_resume_carries_it_on(tmp_path, monkeypatch):
     """Each update's step size with ppo.anneal_learning_rate: the rate times the share of the
     run still to go (three rollouts of 256 steps in 768: two thirds, a third, zero); a run
@@ -555,7 +627,7 @@ def test_asymmetric_critic_trains_saves_and_its_actor_plays_in_every_preset(pres
 
     from block_env.observations import layout_for, privileged_layout
     from block_env.training.critic import AsymmetricActorCriticPolicy
-    from block_env.training.train import load_checkpoint, make_vec_env, train
+    from block_env.training.train import export_checkpoint, load_checkpoint, make_vec_env, train
 
     config = asymmetric_config(preset)
     rules = Rules.preset(preset)
@@ -576,6 +648,11 @@ def test_asymmetric_critic_trains_saves_and_its_actor_plays_in_every_preset(pres
     assert np.array_equal(agent.act_batch(obs[:, :actor_size], np.array(masks)), trained)
     env.close()
     agent_plays_legal_round(agent, rules, seed=3)
+    # The run's last model exports as its final actor (the run's config read from its folder).
+    exported = export_checkpoint(tmp_path / "run" / "final.zip", tmp_path / "exported")
+    final = torch.load(tmp_path / "run" / "final" / "policy.pth", weights_only=True)
+    weights = torch.load(exported / "policy.pth", weights_only=True)
+    assert weights.keys() == final.keys() and all(torch.equal(weights[key], final[key]) for key in final)
 
 
 def test_an_agent_trained_with_the_full_information_critic_decides_the_same_under_redeals(tmp_path):

@@ -35,6 +35,7 @@ from block_env.agents.policy import (
     average_actors,
     build_policy,
     check_averageable,
+    check_new_folder,
 )
 from block_env.arena.play import progress_bar
 from block_env.episodes import play_moves
@@ -43,7 +44,7 @@ from block_env.gym_env import BlockDominoesEnv
 from block_env.observations import layout_for, privileged_layout
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
-from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig
+from block_env.training.config import LEARNER_PARTNER, PRIOR_PLACEHOLDER, PretrainConfig, TrainConfig, load_config
 from block_env.training.curves import CurveLine, head_to_head, plot_curve, read_curve
 from block_env.training.expert import expert_iteration
 from block_env.training.teaching import (
@@ -123,13 +124,7 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecMonitor
 
     rules = config.resolved_rules()
-    options = {
-        "opponents": opponents,
-        "episode": config.episode,
-        "reward": config.reward,
-        "observation": config.observation,
-        "reward_scale": config.reward_scale,
-    }
+    options = env_options(config, opponents)
     if config.vec_env == "batched":
         if config.opponents.fixed_partner is not None:  # the learner's copy comes once it exists
             options["partner"] = config.opponents.fixed_partner
@@ -163,6 +158,17 @@ def make_vec_env(config: TrainConfig, opponents: list[str]) -> Any:
     else:
         vec = DummyVecEnv(builders)
     return VecMonitor(vec)
+
+
+def env_options(config: TrainConfig, opponents: list[str]) -> dict[str, Any]:
+    """The config's settings of a training env, with ``opponents`` in the other seats."""
+    return {
+        "opponents": opponents,
+        "episode": config.episode,
+        "reward": config.reward,
+        "observation": config.observation,
+        "reward_scale": config.reward_scale,
+    }
 
 
 def batched_shard(n_envs: int, rules: Rules, privileged: bool, options: dict[str, Any]) -> Any:
@@ -699,6 +705,35 @@ def latest_checkpoint(run: Path) -> Path:
     if not found:
         raise ValueError(f"{run / 'checkpoints'} holds no checkpoint to resume from")
     return found[-1]
+
+
+def export_checkpoint(checkpoint: str | Path, out: str | Path, config: TrainConfig | None = None) -> Path:
+    """Write a PPO checkpoint's policy (with the asymmetric critic, its actor alone) as an agent
+    folder at ``out`` (a folder that does not exist yet, or is empty), as the run writes
+    ``latest`` at a learning-curve point, so that any checkpoint can play in the arena.
+    ``config``: the run's; by default the run folder's ``config.yaml``, the run folder being
+    the one that holds the checkpoint (``final.zip``) or its ``checkpoints/`` folder.
+    ValueError, before anything is written, for a file that is not such a checkpoint, one
+    with no run config beside it, or a config whose network the checkpoint's weights do not
+    fit."""
+    checkpoint, target = Path(checkpoint), Path(out)
+    check_new_folder(target, "the checkpoint's agent is written to a new folder")
+    if config is None:
+        beside = [folder / "config.yaml" for folder in (checkpoint.parent, checkpoint.parent.parent)]
+        found = [path for path in beside if path.is_file()]
+        if not found:
+            raise ValueError(f"{checkpoint}: no run config at {beside[0]} or {beside[1]}; name the run's config")
+        config = load_config(found[0])
+    # One game on the batched engine, as in training, gives the checkpoint's spaces.
+    env = batched_shard(1, config.resolved_rules(), config.ppo.asymmetric, env_options(config, ["random"]))
+    try:
+        model = load_checkpoint(checkpoint, config, env)
+    except RuntimeError as e:  # torch's refusal of weights of other shapes than the config's network
+        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()] or [str(e)]
+        raise ValueError(f"{checkpoint}: its network does not fit the run config's ({details[0]})") from None
+    finally:
+        env.close()
+    return save_policy_agent(model, target, config)
 
 
 class UpdateThreadsCallback(BaseCallback):
