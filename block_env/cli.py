@@ -500,9 +500,11 @@ def _add_mirror(sub: Any) -> None:
 
 def _add_export(sub: Any) -> None:
     p = sub.add_parser("export", help="a training run's PPO checkpoint as an agent folder, to play in the arena")
-    p.add_argument("--checkpoint", required=True, help="the checkpoint (RUN/checkpoints/ppo_STEPS_steps.zip)")
     p.add_argument(
-        "--config", help="the run's config (default: RUN/config.yaml, beside the checkpoint's checkpoints folder)"
+        "--checkpoint", required=True, help="the checkpoint (RUN/checkpoints/ppo_STEPS_steps.zip, or RUN/final.zip)"
+    )
+    p.add_argument(
+        "--config", help="the run's config (default: RUN/config.yaml, beside the checkpoint or its checkpoints folder)"
     )
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_export)

@@ -354,21 +354,27 @@ def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
 
 
 def test_export_writes_a_checkpoints_policy_as_an_agent_that_plays(tiny_run, tmp_path):
-    """The run's last model (final.zip) exports as its final agent, weight for weight; each
-    checkpoint as its own weights, which play a legal round."""
+    """Each checkpoint exports as the weights stored in it, and the run's last model
+    (final.zip) as its final agent, agent.json too; each export plays a legal round."""
     import torch
 
     def weights(folder):
         return torch.load(folder / "policy.pth", weights_only=True)
 
+    def stored(checkpoint):
+        with zipfile.ZipFile(checkpoint) as archive:
+            return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+    def same(first, second):
+        return first.keys() == second.keys() and all(torch.equal(first[key], second[key]) for key in first)
+
     exported = {}
     for name in ("final.zip", "checkpoints/ppo_256_steps.zip", "checkpoints/ppo_512_steps.zip"):
         exported[name] = tmp_path / name.replace("/", "_")
         assert main(["export", "--checkpoint", str(tiny_run / name), "--out", str(exported[name])]) == 0
-    final, first, second = (weights(folder) for folder in exported.values())
-    expected = weights(tiny_run / "final")
-    assert final.keys() == expected.keys() and all(torch.equal(final[key], expected[key]) for key in expected)
-    assert not all(torch.equal(first[key], second[key]) for key in first)
+        assert same(weights(exported[name]), stored(tiny_run / name))
+    assert same(weights(exported["final.zip"]), weights(tiny_run / "final"))
+    assert not same(*(weights(exported[f"checkpoints/ppo_{steps}_steps.zip"]) for steps in (256, 512)))
     metadata = json.loads((exported["final.zip"] / "agent.json").read_text())
     assert metadata == json.loads((tiny_run / "final" / "agent.json").read_text())
     for folder in exported.values():
@@ -376,8 +382,9 @@ def test_export_writes_a_checkpoints_policy_as_an_agent_that_plays(tiny_run, tmp
 
 
 def test_export_refuses_what_it_cannot_read_and_writes_nothing(tiny_run, tmp_path, capsys):
-    """A missing checkpoint, one whose run folder has no config, a config of another network
-    and an --out that holds files are each refused by name, before anything is written."""
+    """A missing checkpoint (with or without a run config beside it), one whose run folder
+    has no config, a config of other layers or another activation and an --out that holds
+    files are each refused by name, before anything is written."""
     checkpoint = tiny_run / "checkpoints" / "ppo_512_steps.zip"
     loose = tmp_path / "elsewhere" / "loose.zip"
     loose.parent.mkdir()
@@ -385,15 +392,20 @@ def test_export_refuses_what_it_cannot_read_and_writes_nothing(tiny_run, tmp_pat
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "notes.txt").write_text("keep me")
-    wider = tmp_path / "wider.yaml"
+    wider, relu = tmp_path / "wider.yaml", tmp_path / "relu.yaml"
     values = yaml.safe_load((tiny_run / "config.yaml").read_text())
-    values["ppo"]["net_arch"] = [48, 48]
-    wider.write_text(yaml.safe_dump(values))
+    wider.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | {"net_arch": [48, 48]}}))
+    relu.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | {"activation": "relu"}}))
     cases = [
         (
             ["--checkpoint", str(checkpoint), "--config", str(wider)],
             "ppo_512_steps.zip: its network does not fit the run config's (size mismatch for",
         ),
+        (
+            ["--checkpoint", str(checkpoint), "--config", str(relu)],
+            "its network uses <class 'torch.nn.modules.activation.Tanh'>, the run config's ppo.activation is 'relu'",
+        ),
+        (["--checkpoint", str(tmp_path / "nowhere" / "ppo_1_steps.zip")], "ppo_1_steps.zip: no such checkpoint"),
         (["--checkpoint", str(tiny_run / "checkpoints" / "ppo_9_steps.zip")], "ppo_9_steps.zip: no such checkpoint"),
         (
             ["--checkpoint", str(loose)],

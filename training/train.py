@@ -100,6 +100,10 @@ class RunPaths:
     def teacher_decisions(self) -> Path:
         return self.root / "teacher_decisions.npz"
 
+    @property
+    def config(self) -> Path:
+        return self.root / "config.yaml"
+
     def agent(self, name: str) -> Path:
         return self.root / name
 
@@ -200,11 +204,9 @@ def policy_kwargs(config: TrainConfig) -> dict[str, Any]:
     return kwargs
 
 
-def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
-    """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
-    so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
-    from stable_baselines3.common.utils import ConstantSchedule
-
+def read_checkpoint_data(path: Path) -> dict[str, Any]:
+    """An SB3 checkpoint's ``data`` entry (its settings, JSON; the pickled ones left as they
+    are); ValueError for a missing file or one that is not such a checkpoint."""
     try:
         with zipfile.ZipFile(path) as archive:
             data = json.loads(archive.read("data").decode())
@@ -218,6 +220,15 @@ def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, 
         raise ValueError(f"{path}: its 'data' entry is not valid JSON ({e})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: its 'data' entry is not a JSON object")
+    return data
+
+
+def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
+    """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
+    so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
+    from stable_baselines3.common.utils import ConstantSchedule
+
+    data = read_checkpoint_data(path)
     known: dict[str, Any] = {
         "policy_class": policy_class(config),
         "policy_kwargs": policy_kwargs(config),
@@ -709,28 +720,39 @@ def latest_checkpoint(run: Path) -> Path:
 
 def export_checkpoint(checkpoint: str | Path, out: str | Path, config: TrainConfig | None = None) -> Path:
     """Write a PPO checkpoint's policy (with the asymmetric critic, its actor alone) as an agent
-    folder at ``out`` (a folder that does not exist yet, or is empty), as the run writes
-    ``latest`` at a learning-curve point, so that any checkpoint can play in the arena.
+    folder at ``out`` (a folder that does not exist yet, or is empty), the same way the run
+    writes ``latest`` at a learning-curve point, so that any checkpoint can play in the arena.
     ``config``: the run's; by default the run folder's ``config.yaml``, the run folder being
     the one that holds the checkpoint (``final.zip``) or its ``checkpoints/`` folder.
-    ValueError, before anything is written, for a file that is not such a checkpoint, one
-    with no run config beside it, or a config whose network the checkpoint's weights do not
-    fit."""
+    ValueError, before anything is written, for a missing file or one that is not such a
+    checkpoint, one with no run config beside it, or a config of another network (other
+    layers or activation) than the checkpoint's."""
     checkpoint, target = Path(checkpoint), Path(out)
     check_new_folder(target, "the checkpoint's agent is written to a new folder")
+    saved = read_checkpoint_data(checkpoint).get("policy_kwargs", {})
     if config is None:
-        beside = [folder / "config.yaml" for folder in (checkpoint.parent, checkpoint.parent.parent)]
+        beside = [RunPaths(folder).config for folder in (checkpoint.parent, checkpoint.parent.parent)]
         found = [path for path in beside if path.is_file()]
         if not found:
             raise ValueError(f"{checkpoint}: no run config at {beside[0]} or {beside[1]}; name the run's config")
         config = load_config(found[0])
+    # SB3 keeps the activation's name readable beside its pickled copy; the layers' sizes are
+    # checked as the weights load.
+    activation = str(activation_class(config.ppo.activation))
+    if isinstance(saved, dict) and saved.get("activation_fn", activation) != activation:
+        raise ValueError(
+            f"{checkpoint}: its network uses {saved['activation_fn']}, the run config's ppo.activation is "
+            f"{config.ppo.activation!r}"
+        )
     # One game on the batched engine, as in training, gives the checkpoint's spaces.
     env = batched_shard(1, config.resolved_rules(), config.ppo.asymmetric, env_options(config, ["random"]))
     try:
         model = load_checkpoint(checkpoint, config, env)
-    except RuntimeError as e:  # torch's refusal of weights of other shapes than the config's network
-        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()] or [str(e)]
-        raise ValueError(f"{checkpoint}: its network does not fit the run config's ({details[0]})") from None
+    except RuntimeError as e:
+        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()]
+        if "Error(s) in loading state_dict" in str(e) and details:  # weights of other shapes
+            raise ValueError(f"{checkpoint}: its network does not fit the run config's ({details[0]})") from None
+        raise ValueError(f"{checkpoint}: its weights cannot be loaded ({e})") from None
     finally:
         env.close()
     return save_policy_agent(model, target, config)
@@ -1107,7 +1129,7 @@ def train(
             check_decisions(path, config)
         members = averaging_members(config)
     paths.root.mkdir(parents=True, exist_ok=True)
-    write_atomically(paths.root / "config.yaml", yaml.safe_dump(config.to_dict(), sort_keys=False))
+    write_atomically(paths.config, yaml.safe_dump(config.to_dict(), sort_keys=False))
 
     phases: dict[str, float] = {}  # seconds per phase, in the order they ran
     prior_stats = pretrain_stats = expert_rows = None
