@@ -333,6 +333,27 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     assert not [w for w in caught if "learning_curve.csv" in str(w.message)]
 
 
+def test_a_resume_with_a_config_of_another_network_is_refused_and_the_run_is_left_as_it_was(tiny_run, tmp_path, capsys):
+    """Other layers or another activation than the checkpoint's: one line naming the
+    difference, not torch's traceback, and the run's files (its config.yaml too) unchanged."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(tiny_run, out)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    values = yaml.safe_load(TINY.read_text())
+    for name, ppo, message in (
+        ("wider", {"net_arch": [48, 48]}, "its network does not fit the config's (size mismatch for"),
+        ("relu", {"activation": "relu"}, "the config's ppo.activation is 'relu'"),
+    ):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | ppo}))
+        with pytest.raises(SystemExit) as exit_:
+            main(["train", "--config", str(config), "--out", str(out), "--quiet", "--resume", "latest"])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+
+
 def test_resume_learns_on_with_the_configs_ppo_settings(tiny_run):
     """Editing a run's ppo section before --resume changes how it learns on (weights and step
     count stay the checkpoint's)."""
@@ -399,11 +420,11 @@ def test_export_refuses_what_it_cannot_read_and_writes_nothing(tiny_run, tmp_pat
     cases = [
         (
             ["--checkpoint", str(checkpoint), "--config", str(wider)],
-            "ppo_512_steps.zip: its network does not fit the run config's (size mismatch for",
+            "ppo_512_steps.zip: its network does not fit the config's (size mismatch for",
         ),
         (
             ["--checkpoint", str(checkpoint), "--config", str(relu)],
-            "its network uses <class 'torch.nn.modules.activation.Tanh'>, the run config's ppo.activation is 'relu'",
+            "its network uses <class 'torch.nn.modules.activation.Tanh'>, the config's ppo.activation is 'relu'",
         ),
         (["--checkpoint", str(tmp_path / "nowhere" / "ppo_1_steps.zip")], "ppo_1_steps.zip: no such checkpoint"),
         (["--checkpoint", str(tiny_run / "checkpoints" / "ppo_9_steps.zip")], "ppo_9_steps.zip: no such checkpoint"),

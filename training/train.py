@@ -257,11 +257,27 @@ def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, 
 def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
     """The checkpoint's model (weights, optimizer state, step count) learning on with the
     config's PPO settings: a resume after editing the run's ``ppo`` section uses the edits
-    (a new ``n_steps`` sizes a new rollout buffer)."""
+    (a new ``n_steps`` sizes a new rollout buffer). ValueError for a config of another
+    network (other layers or activation) than the checkpoint's."""
     from sb3_contrib import MaskablePPO
 
+    # SB3 keeps the activation's name readable beside its pickled copy; the layers' sizes are
+    # checked as the weights load.
+    saved = read_checkpoint_data(path).get("policy_kwargs", {})
+    activation = str(activation_class(config.ppo.activation))
+    if isinstance(saved, dict) and saved.get("activation_fn", activation) != activation:
+        raise ValueError(
+            f"{path}: its network uses {saved['activation_fn']}, the config's ppo.activation is "
+            f"{config.ppo.activation!r}"
+        )
     settings = {**safe_custom_objects(path, config, env), **ppo_settings(config)}
-    return MaskablePPO.load(path, env=env, device="cpu", custom_objects=settings)
+    try:
+        return MaskablePPO.load(path, env=env, device="cpu", custom_objects=settings)
+    except RuntimeError as e:
+        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()]
+        if "Error(s) in loading state_dict" in str(e) and details:  # weights of other shapes
+            raise ValueError(f"{path}: its network does not fit the config's ({details[0]})") from None
+        raise ValueError(f"{path}: its weights cannot be loaded ({e})") from None
 
 
 # -- imitation warm start ---------------------------------------------------------------------
@@ -729,30 +745,17 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, config: TrainConf
     layers or activation) than the checkpoint's."""
     checkpoint, target = Path(checkpoint), Path(out)
     check_new_folder(target, "the checkpoint's agent is written to a new folder")
-    saved = read_checkpoint_data(checkpoint).get("policy_kwargs", {})
+    read_checkpoint_data(checkpoint)  # a missing file is named before its config is looked for
     if config is None:
         beside = [RunPaths(folder).config for folder in (checkpoint.parent, checkpoint.parent.parent)]
         found = [path for path in beside if path.is_file()]
         if not found:
             raise ValueError(f"{checkpoint}: no run config at {beside[0]} or {beside[1]}; name the run's config")
         config = load_config(found[0])
-    # SB3 keeps the activation's name readable beside its pickled copy; the layers' sizes are
-    # checked as the weights load.
-    activation = str(activation_class(config.ppo.activation))
-    if isinstance(saved, dict) and saved.get("activation_fn", activation) != activation:
-        raise ValueError(
-            f"{checkpoint}: its network uses {saved['activation_fn']}, the run config's ppo.activation is "
-            f"{config.ppo.activation!r}"
-        )
     # One game on the batched engine, as in training, gives the checkpoint's spaces.
     env = batched_shard(1, config.resolved_rules(), config.ppo.asymmetric, env_options(config, ["random"]))
     try:
         model = load_checkpoint(checkpoint, config, env)
-    except RuntimeError as e:
-        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()]
-        if "Error(s) in loading state_dict" in str(e) and details:  # weights of other shapes
-            raise ValueError(f"{checkpoint}: its network does not fit the run config's ({details[0]})") from None
-        raise ValueError(f"{checkpoint}: its weights cannot be loaded ({e})") from None
     finally:
         env.close()
     return save_policy_agent(model, target, config)
@@ -1129,7 +1132,9 @@ def train(
             check_decisions(path, config)
         members = averaging_members(config)
     paths.root.mkdir(parents=True, exist_ok=True)
-    write_atomically(paths.config, yaml.safe_dump(config.to_dict(), sort_keys=False))
+    run_config = yaml.safe_dump(config.to_dict(), sort_keys=False)
+    if resume is None:
+        write_atomically(paths.config, run_config)
 
     phases: dict[str, float] = {}  # seconds per phase, in the order they ran
     prior_stats = pretrain_stats = expert_rows = None
@@ -1140,6 +1145,8 @@ def train(
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
+    if resume is not None:  # once the checkpoint fits it: a config that does not leaves the run's as it was
+        write_atomically(paths.config, run_config)
     if resume is None:
         with timed(phases, "warm_start"):
             pretrain_stats = warm_start(model, config, paths, progress, members)
