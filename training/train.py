@@ -225,10 +225,20 @@ def read_checkpoint_data(path: Path) -> dict[str, Any]:
 
 def safe_custom_objects(path: Path, config: TrainConfig, env: Any) -> dict[str, Any]:
     """Replacements for every cloudpickled entry of an SB3 checkpoint, built from the config,
-    so that loading it executes no pickled code (SB3 reads the tensors weights-only)."""
+    so that loading it executes no pickled code (SB3 reads the tensors weights-only).
+    ValueError for a config whose activation is not the checkpoint's, which the replaced
+    ``policy_kwargs`` would otherwise hide (other layers' sizes are refused as the weights load)."""
     from stable_baselines3.common.utils import ConstantSchedule
 
     data = read_checkpoint_data(path)
+    # SB3 keeps the activation's name readable beside its pickled copy.
+    saved = data.get("policy_kwargs", {})
+    activation = str(activation_class(config.ppo.activation))
+    if isinstance(saved, dict) and saved.get("activation_fn", activation) != activation:
+        raise ValueError(
+            f"{path}: its network uses {saved['activation_fn']}, the config's ppo.activation is "
+            f"{config.ppo.activation!r}"
+        )
     known: dict[str, Any] = {
         "policy_class": policy_class(config),
         "policy_kwargs": policy_kwargs(config),
@@ -261,15 +271,6 @@ def load_checkpoint(path: Path, config: TrainConfig, env: Any) -> Any:
     network (other layers or activation) than the checkpoint's."""
     from sb3_contrib import MaskablePPO
 
-    # SB3 keeps the activation's name readable beside its pickled copy; the layers' sizes are
-    # checked as the weights load.
-    saved = read_checkpoint_data(path).get("policy_kwargs", {})
-    activation = str(activation_class(config.ppo.activation))
-    if isinstance(saved, dict) and saved.get("activation_fn", activation) != activation:
-        raise ValueError(
-            f"{path}: its network uses {saved['activation_fn']}, the config's ppo.activation is "
-            f"{config.ppo.activation!r}"
-        )
     settings = {**safe_custom_objects(path, config, env), **ppo_settings(config)}
     try:
         return MaskablePPO.load(path, env=env, device="cpu", custom_objects=settings)
