@@ -300,6 +300,23 @@ def _with_eval(**changes):
     return config_from_dict({**values, "eval": {**values["eval"], **changes}})
 
 
+def _configs_of_other_networks(values, folder):
+    """The run config ``values`` written to ``folder`` twice over, once with wider layers and
+    once with another activation: configs whose network a checkpoint of ``values`` does not fit."""
+    paths = {}
+    for name, ppo in (("wider", {"net_arch": [48, 48]}), ("relu", {"activation": "relu"})):
+        paths[name] = folder / f"{name}.yaml"
+        paths[name].write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | ppo}))
+    return paths
+
+
+def _same_weights(first, second):
+    """Two state dicts with the same keys and equal tensors."""
+    import torch
+
+    return first.keys() == second.keys() and all(torch.equal(first[key], second[key]) for key in first)
+
+
 def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
     out = tmp_path / "resumed"
     import shutil
@@ -341,13 +358,11 @@ def test_a_resume_with_a_config_of_another_network_is_refused_and_the_run_is_lef
     out = tmp_path / "run"
     shutil.copytree(tiny_run, out)
     before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
-    values = yaml.safe_load(TINY.read_text())
-    for name, ppo, message in (
-        ("wider", {"net_arch": [48, 48]}, "its network does not fit the config's (size mismatch for"),
-        ("relu", {"activation": "relu"}, "the config's ppo.activation is 'relu'"),
+    configs = _configs_of_other_networks(yaml.safe_load(TINY.read_text()), tmp_path)
+    for config, message in (
+        (configs["wider"], "its network does not fit the config's (size mismatch for"),
+        (configs["relu"], "the config's ppo.activation is 'relu'"),
     ):
-        config = tmp_path / f"{name}.yaml"
-        config.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | ppo}))
         with pytest.raises(SystemExit) as exit_:
             main(["train", "--config", str(config), "--out", str(out), "--quiet", "--resume", "latest"])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
@@ -386,16 +401,13 @@ def test_export_writes_a_checkpoints_policy_as_an_agent_that_plays(tiny_run, tmp
         with zipfile.ZipFile(checkpoint) as archive:
             return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
 
-    def same(first, second):
-        return first.keys() == second.keys() and all(torch.equal(first[key], second[key]) for key in first)
-
     exported = {}
     for name in ("final.zip", "checkpoints/ppo_256_steps.zip", "checkpoints/ppo_512_steps.zip"):
         exported[name] = tmp_path / name.replace("/", "_")
         assert main(["export", "--checkpoint", str(tiny_run / name), "--out", str(exported[name])]) == 0
-        assert same(weights(exported[name]), stored(tiny_run / name))
-    assert same(weights(exported["final.zip"]), weights(tiny_run / "final"))
-    assert not same(*(weights(exported[f"checkpoints/ppo_{steps}_steps.zip"]) for steps in (256, 512)))
+        assert _same_weights(weights(exported[name]), stored(tiny_run / name))
+    assert _same_weights(weights(exported["final.zip"]), weights(tiny_run / "final"))
+    assert not _same_weights(*(weights(exported[f"checkpoints/ppo_{steps}_steps.zip"]) for steps in (256, 512)))
     metadata = json.loads((exported["final.zip"] / "agent.json").read_text())
     assert metadata == json.loads((tiny_run / "final" / "agent.json").read_text())
     for folder in exported.values():
@@ -413,17 +425,14 @@ def test_export_refuses_what_it_cannot_read_and_writes_nothing(tiny_run, tmp_pat
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "notes.txt").write_text("keep me")
-    wider, relu = tmp_path / "wider.yaml", tmp_path / "relu.yaml"
-    values = yaml.safe_load((tiny_run / "config.yaml").read_text())
-    wider.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | {"net_arch": [48, 48]}}))
-    relu.write_text(yaml.safe_dump(values | {"ppo": values["ppo"] | {"activation": "relu"}}))
+    configs = _configs_of_other_networks(yaml.safe_load((tiny_run / "config.yaml").read_text()), tmp_path)
     cases = [
         (
-            ["--checkpoint", str(checkpoint), "--config", str(wider)],
+            ["--checkpoint", str(checkpoint), "--config", str(configs["wider"])],
             "ppo_512_steps.zip: its network does not fit the config's (size mismatch for",
         ),
         (
-            ["--checkpoint", str(checkpoint), "--config", str(relu)],
+            ["--checkpoint", str(checkpoint), "--config", str(configs["relu"])],
             "its network uses <class 'torch.nn.modules.activation.Tanh'>, the config's ppo.activation is 'relu'",
         ),
         (["--checkpoint", str(tmp_path / "nowhere" / "ppo_1_steps.zip")], "ppo_1_steps.zip: no such checkpoint"),
@@ -685,7 +694,7 @@ def test_asymmetric_critic_trains_saves_and_its_actor_plays_in_every_preset(pres
     exported = export_checkpoint(tmp_path / "run" / "final.zip", tmp_path / "exported")
     final = torch.load(tmp_path / "run" / "final" / "policy.pth", weights_only=True)
     weights = torch.load(exported / "policy.pth", weights_only=True)
-    assert weights.keys() == final.keys() and all(torch.equal(weights[key], final[key]) for key in final)
+    assert _same_weights(weights, final)
 
 
 def test_an_agent_trained_with_the_full_information_critic_decides_the_same_under_redeals(tmp_path):
