@@ -223,7 +223,7 @@ def test_each_curve_point_plays_fresh_deals_and_the_best_agent_is_the_best_point
     steps = int(top["timesteps"])
     source = tiny_run / ("step_0" if steps == 0 else f"snapshots/step_{steps:09d}")
     best, chosen = (torch.load(folder / "policy.pth", weights_only=True) for folder in (tiny_run / "best", source))
-    assert all(torch.equal(best[k], chosen[k]) for k in chosen)
+    assert _same_weights(best, chosen)
 
 
 def test_training_on_a_sharded_env_swaps_snapshots_into_every_shard(tmp_path):
@@ -263,7 +263,7 @@ def test_a_partnership_learner_trains_beside_its_own_copy_or_a_fixed_partner(par
     assert [spec for spec, _ in seated] == [f"policy:{tmp_path / 'run' / 'partner'}"] * 2  # 512 steps, 2 rollouts
     start = torch.load(tmp_path / "run" / "step_0" / "policy.pth", weights_only=True)
     first, second = seated[0][1], seated[1][1]
-    assert all(torch.equal(start[k], first[k]) for k in start)
+    assert _same_weights(start, first)
     assert not all(torch.equal(first[k], second[k]) for k in first)  # learned in between
 
 
