@@ -13,6 +13,7 @@ from block_env.rules import PRESETS, Rules
 def test_agents_ship_and_stay_small():
     shipped = {
         "standard",
+        "standard_seventh",
         "standard_fifth",
         "standard_sixth",
         "standard_average",
@@ -33,11 +34,11 @@ def test_agents_ship_and_stay_small():
         "partnership_vector",
     }
     assert shipped | partnership <= set(PRETRAINED)
-    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); seventeen
+    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); eighteen
     # agents, six of them partnership networks (two the same network, one with an endgame
-    # search), stay under 32 MiB.
+    # search), stay under 36 MiB.
     total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
-    assert total < 32 * 2**20, f"{total} bytes of pretrained agents"
+    assert total < 36 * 2**20, f"{total} bytes of pretrained agents"
 
 
 @pytest.mark.parametrize("name", PRETRAINED)
