@@ -163,7 +163,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "Network",
             "very strong",
             "the shipped network: taught by searches of more sampled deals than the sixth network's, "
-            "some in its own games against search",
+            "some in the sixth network's games against search",
             (
                 Measured("+0.95 (+0.89 .. +1.02)", "search", 16000, RESULTS),
                 Measured("+0.04 (+0.01 .. +0.07)", "pretrained:standard_seventh", 32000, RESULTS),
