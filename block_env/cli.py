@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -146,7 +147,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
     from block_env.training.train import latest_checkpoint, train
 
-    config = _teacher_games_on(load_config(args.config, _train_overrides(args)), args.ray)
+    config = _teacher_games_on(load_config(args.config, _train_overrides(args), args.settings), args.ray)
     out = _output_folder(args.out)
     resume = latest_checkpoint(out) if args.resume == "latest" else args.resume
     try:
@@ -291,12 +292,15 @@ def cmd_main(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
     from block_env.training.main_job import phase_times, run_main_job
 
-    config = _teacher_games_on(load_config(args.config, _train_overrides(args)), args.ray)
+    config = _teacher_games_on(load_config(args.config, _train_overrides(args), args.settings), args.ray)
     out = _output_folder(args.out)
     result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     summary = result.training
     if result.report is None:
-        print(f"interrupted: resume with block-dominoes train --config {args.config} --out {out} --resume latest")
+        settings = "".join(f" --set {shlex.quote(setting)}" for setting in args.settings)
+        print(
+            f"interrupted: resume with block-dominoes train --config {args.config}{settings} --out {out} --resume latest"
+        )
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
     print(f"time per phase: {phase_times(summary['phases'])}")
@@ -581,6 +585,15 @@ def _add_train(sub: Any) -> None:
         p.add_argument("--out", default="runs/default", help="run folder (agents, checkpoints, logs, curves)")
         p.add_argument("--total-timesteps", type=_positive_int, default=None, help="override total_timesteps")
         p.add_argument("--seed", type=_seed_arg, default=None, help="override the config's seed")
+        p.add_argument(
+            "--set",
+            dest="settings",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="set one config key, dotted into its section, VALUE read as YAML (e.g. pretrain.decisions=30000); "
+            "repeat for more",
+        )
         p.add_argument("--quiet", action="store_true", help="no progress bars")
         _add_ray_option(
             p,

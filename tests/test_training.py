@@ -138,6 +138,32 @@ def test_config_validation_names_the_key(values, message):
         config_from_dict(values)
 
 
+def test_settings_reach_into_sections_read_as_yaml_and_name_what_is_wrong(tmp_path):
+    """``train --set KEY=VALUE``: a dotted key sets one key of its section, its value read as
+    YAML, after the file and the top-level overrides; the rest of the file stays as it was."""
+    base = load_config(TINY)
+    settings = ["pretrain.decisions=123", "ppo.net_arch=[16, 8]", "seed=5", "opponents.scripted=[greedy]"]
+    config = load_config(TINY, {"seed": 3}, settings)
+    assert (config.pretrain.decisions, config.ppo.net_arch, config.seed) == (123, (16, 8), 5)
+    assert config.opponents.scripted == ("greedy",) and config.opponents.self_play == base.opponents.self_play
+    assert (config.pretrain.teacher, config.pretrain.epochs, config.ppo.batch_size) == ("strategic", 2, 64)
+    assert config.total_timesteps == base.total_timesteps and config.eval == base.eval
+    assert load_config(TINY, settings=["seed=1", "seed=2"]).seed == 2  # the last one wins
+    for setting, message in [
+        ("pretrain.decisions", "a setting is KEY=VALUE"),
+        ("pretrain..decisions=1", "a setting is KEY=VALUE"),
+        ("pretrain.decisions=[1", "its value is not valid YAML"),
+        ("total_timesteps.low=1", "total_timesteps is not a section"),
+        ("pretrain.decisons=1", r"unknown config key\(s\) pretrain\.decisons"),
+        ("ppo.net_arch=wide", "ppo.net_arch must be a list"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            load_config(TINY, settings=[setting])
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--config", str(TINY), "--set", "pretrain.decisons=1", "--out", str(tmp_path / "run")])
+    assert e.value.code == 2 and not (tmp_path / "run").exists()
+
+
 def test_yaml_config_errors_come_from_the_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: standard\nppo:\n  batch_sise: 64\n")

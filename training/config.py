@@ -694,11 +694,57 @@ def build_dataclass(cls: type, values: Any) -> Any:
     return _build(cls, values, "")
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Read and validate a YAML config; ``overrides`` replace top-level keys."""
+def apply_settings(values: Any, settings: typing.Sequence[str]) -> dict[str, Any]:
+    """A config mapping with each ``KEY=VALUE`` of ``settings`` set, in order: a dotted KEY
+    reaches into a section (``pretrain.decisions=30000``) and VALUE is read as YAML
+    (``ppo.net_arch=[512, 512]``, ``pretrain.played_by=null``). The mapping is copied, not
+    changed; a setting that is not ``KEY=VALUE``, or whose KEY passes through a key that is not
+    a section, is a ValueError naming it (an unknown key is named when the config is built).
+
+    Examples:
+        >>> apply_settings({"seed": 0, "pretrain": {"decisions": 1000}}, ["pretrain.decisions=30000"])
+        {'seed': 0, 'pretrain': {'decisions': 30000}}
+    """
+    import yaml
+
+    if not isinstance(values, dict):
+        raise ValueError(f"the config must be a mapping, got {values!r}")
+    values = dict(values)
+    for setting in settings:
+        key, sep, text = setting.partition("=")
+        path = key.strip().split(".")
+        if not sep or not all(path):
+            raise ValueError(
+                f"a setting is KEY=VALUE with a dotted KEY (e.g. pretrain.decisions=30000), got {setting!r}"
+            )
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ValueError(f"setting {setting!r}: its value is not valid YAML: {' '.join(str(e).split())}") from None
+        section = values
+        for depth, name in enumerate(path[:-1]):
+            inner = section.get(name, {})
+            if not isinstance(inner, dict):
+                raise ValueError(
+                    f"setting {setting!r}: {'.'.join(path[: depth + 1])} is not a section, it is {inner!r}"
+                )
+            inner = dict(inner)  # copied: the caller's nested mappings stay as they were
+            section[name] = inner
+            section = inner
+        section[path[-1]] = value
+    return values
+
+
+def load_config(
+    path: str | Path, overrides: dict[str, Any] | None = None, settings: typing.Sequence[str] = ()
+) -> TrainConfig:
+    """Read and validate a YAML config; ``overrides`` replace top-level keys, then each
+    ``KEY=VALUE`` of ``settings`` sets a key, dotted into its section (:func:`apply_settings`)."""
     values = read_yaml(path)
     if overrides:
         values = {**values, **overrides}
+    if settings:
+        values = apply_settings(values, settings)
     config = _build(TrainConfig, values, "")
     config.validate()
     return config
