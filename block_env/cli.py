@@ -297,10 +297,9 @@ def cmd_main(args: argparse.Namespace) -> int:
     result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     summary = result.training
     if result.report is None:
-        settings = "".join(f" --set {shlex.quote(setting)}" for setting in args.settings)
-        print(
-            f"interrupted: resume with block-dominoes train --config {args.config}{settings} --out {out} --resume latest"
-        )
+        config_file, folder = (shlex.quote(str(path)) for path in (out / "config.yaml", out))
+        # the run folder's config.yaml holds every override and --set of this run
+        print(f"interrupted: resume with block-dominoes train --config {config_file} --out {folder} --resume latest")
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
     print(f"time per phase: {phase_times(summary['phases'])}")

@@ -23,7 +23,7 @@ from block_env.agents import make_agent, make_env
 from block_env.agents.policy import build_policy, save_agent
 from block_env.cli import main
 from block_env.seeding import derive_seed
-from block_env.training.config import config_from_dict, load_config
+from block_env.training.config import apply_settings, config_from_dict, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "configs" / "tiny.yaml"
@@ -149,16 +149,32 @@ def test_settings_reach_into_sections_read_as_yaml_and_name_what_is_wrong(tmp_pa
     assert (config.pretrain.teacher, config.pretrain.epochs, config.ppo.batch_size) == ("strategic", 2, 64)
     assert config.total_timesteps == base.total_timesteps and config.eval == base.eval
     assert load_config(TINY, settings=["seed=1", "seed=2"]).seed == 2  # the last one wins
+    assert load_config(TINY, settings=[" pretrain . epochs = 3"]).pretrain.epochs == 3
+    nested = {"pretrain": {"decisions": 1}}
+    assert apply_settings(nested, ["pretrain.decisions=2"]) == {"pretrain": {"decisions": 2}}
+    assert nested == {"pretrain": {"decisions": 1}}  # the caller's mapping is left as it was
     for setting, message in [
-        ("pretrain.decisions", "a setting is KEY=VALUE"),
-        ("pretrain..decisions=1", "a setting is KEY=VALUE"),
-        ("pretrain.decisions=[1", "its value is not valid YAML"),
+        ("pretrain.decisions", "--set takes KEY=VALUE"),
+        ("pretrain..decisions=1", "--set takes KEY=VALUE"),
+        ("pretrain.teacher=", "VALUE is empty"),
+        ("pretrain.decisions=[1", "VALUE is not valid YAML"),
         ("total_timesteps.low=1", "total_timesteps is not a section"),
+    ]:
+        with pytest.raises(ValueError, match=message) as e:
+            load_config(TINY, settings=[setting])
+        assert repr(setting) in str(e.value)
+    for setting, message in [
         ("pretrain.decisons=1", r"unknown config key\(s\) pretrain\.decisons"),
         ("ppo.net_arch=wide", "ppo.net_arch must be a list"),
     ]:
         with pytest.raises(ValueError, match=message):
             load_config(TINY, settings=[setting])
+    with pytest.raises(ValueError, match="a list of KEY=VALUE strings"):
+        apply_settings({}, "seed=1")
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("- seed: 1\n")
+    with pytest.raises(ValueError, match=f"{re.escape(str(listed))} must be a mapping"):
+        load_config(listed, {"seed": 2})
     with pytest.raises(SystemExit) as e:
         main(["train", "--config", str(TINY), "--set", "pretrain.decisons=1", "--out", str(tmp_path / "run")])
     assert e.value.code == 2 and not (tmp_path / "run").exists()

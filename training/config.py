@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -694,12 +695,14 @@ def build_dataclass(cls: type, values: Any) -> Any:
     return _build(cls, values, "")
 
 
-def apply_settings(values: Any, settings: typing.Sequence[str]) -> dict[str, Any]:
-    """A config mapping with each ``KEY=VALUE`` of ``settings`` set, in order: a dotted KEY
-    reaches into a section (``pretrain.decisions=30000``) and VALUE is read as YAML
-    (``ppo.net_arch=[512, 512]``, ``pretrain.played_by=null``). The mapping is copied, not
-    changed; a setting that is not ``KEY=VALUE``, or whose KEY passes through a key that is not
-    a section, is a ValueError naming it (an unknown key is named when the config is built).
+def apply_settings(values: dict[str, Any], settings: Sequence[str]) -> dict[str, Any]:
+    """A config mapping with each ``KEY=VALUE`` of ``settings`` set, in order (a later setting of
+    the same key wins): a dotted KEY reaches into a section (``pretrain.decisions=30000``; a
+    top-level key has no dot) and VALUE is read as YAML (``ppo.net_arch=[512, 512]``,
+    ``pretrain.played_by=null``). The mapping is copied, not changed. A setting that is not
+    ``KEY=VALUE``, has an empty VALUE (write ``null`` for none), or whose KEY passes through a
+    key that is not a section is a ValueError naming it; an unknown key is named when the
+    config is built.
 
     Examples:
         >>> apply_settings({"seed": 0, "pretrain": {"decisions": 1000}}, ["pretrain.decisions=30000"])
@@ -707,27 +710,28 @@ def apply_settings(values: Any, settings: typing.Sequence[str]) -> dict[str, Any
     """
     import yaml
 
-    if not isinstance(values, dict):
-        raise ValueError(f"the config must be a mapping, got {values!r}")
+    if isinstance(settings, str):
+        raise ValueError(f"settings are a list of KEY=VALUE strings, got the string {settings!r}")
     values = dict(values)
     for setting in settings:
         key, sep, text = setting.partition("=")
-        path = key.strip().split(".")
+        path = [name.strip() for name in key.split(".")]
         if not sep or not all(path):
             raise ValueError(
-                f"a setting is KEY=VALUE with a dotted KEY (e.g. pretrain.decisions=30000), got {setting!r}"
+                "--set takes KEY=VALUE, KEY a config key dotted into its section "
+                f"(e.g. seed=3 or pretrain.decisions=30000), got {setting!r}"
             )
+        if not text.strip():
+            raise ValueError(f"--set {setting!r}: VALUE is empty (write null for none)")
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise ValueError(f"setting {setting!r}: its value is not valid YAML: {' '.join(str(e).split())}") from None
+            raise ValueError(f"--set {setting!r}: VALUE is not valid YAML: {' '.join(str(e).split())}") from None
         section = values
         for depth, name in enumerate(path[:-1]):
             inner = section.get(name, {})
             if not isinstance(inner, dict):
-                raise ValueError(
-                    f"setting {setting!r}: {'.'.join(path[: depth + 1])} is not a section, it is {inner!r}"
-                )
+                raise ValueError(f"--set {setting!r}: {'.'.join(path[: depth + 1])} is not a section, it is {inner!r}")
             inner = dict(inner)  # copied: the caller's nested mappings stay as they were
             section[name] = inner
             section = inner
@@ -735,12 +739,12 @@ def apply_settings(values: Any, settings: typing.Sequence[str]) -> dict[str, Any
     return values
 
 
-def load_config(
-    path: str | Path, overrides: dict[str, Any] | None = None, settings: typing.Sequence[str] = ()
-) -> TrainConfig:
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, settings: Sequence[str] = ()) -> TrainConfig:
     """Read and validate a YAML config; ``overrides`` replace top-level keys, then each
     ``KEY=VALUE`` of ``settings`` sets a key, dotted into its section (:func:`apply_settings`)."""
     values = read_yaml(path)
+    if not isinstance(values, dict):
+        raise ValueError(f"{path} must be a mapping of config keys, got {values!r}")
     if overrides:
         values = {**values, **overrides}
     if settings:
