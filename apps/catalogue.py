@@ -165,7 +165,7 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             "the shipped network: taught by searches of more sampled deals than the sixth network's, "
             "some in the sixth network's games against search",
             (
-                Measured("+0.95 (+0.89 .. +1.02)", "search", 16000, RESULTS),
+                Measured("+0.99 (+0.96 .. +1.02)", "search", 96000, RESULTS),
                 Measured("+0.04 (+0.01 .. +0.07)", "pretrained:standard_seventh", 32000, RESULTS),
                 Measured("+2.20 (+2.00 .. +2.41)", "strategic", 2000, RESULTS),
             ),
