@@ -1,8 +1,9 @@
 """How noisy a teacher's moves are: on positions from games search plays against itself, how
 often a search teacher chooses the same move twice (two seeds: its own sampled deals differ)
 and how often each student chooses the teacher's move. A student imitates the teacher's
-moves one label per decision, so where the teacher disagrees with itself the labels are noise,
-and its self-agreement bounds what any student can match.
+moves one label per decision, so where the teacher disagrees with itself the labels are noise;
+a student that always chose the teacher's most likely move would match any one run of it at
+least as often as two runs match each other.
 
     python benchmarks/teacher_agreement.py --rules partnership --positions 200 \
         --teacher "search:prior=pretrained:partnership_vector,playout=policy,belief=prior,confidence=0" \
