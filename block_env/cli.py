@@ -125,6 +125,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resume_hint(run: Path) -> str:
+    """How to continue an interrupted run: the run folder's config.yaml holds every override and
+    ``--set`` it ran with."""
+    config_file, folder = (shlex.quote(str(path)) for path in (run / "config.yaml", run))
+    return f"interrupted: resume with block-dominoes train --config {config_file} --out {folder} --resume latest"
+
+
 def _train_overrides(args: argparse.Namespace) -> dict:
     overrides = {}
     if getattr(args, "total_timesteps", None) is not None:
@@ -197,9 +204,7 @@ def cmd_exploit(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if result.get("interrupted"):
-        print(
-            f"interrupted: resume with block-dominoes train --config {args.out}/config.yaml --out {args.out} --resume latest"
-        )
+        print(_resume_hint(Path(args.out)))
         return 130
     print(
         f"best response - {result['target']}: {result['margin']:+.2f} ({result['low']:+.2f} .. {result['high']:+.2f}) "
@@ -297,9 +302,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     summary = result.training
     if result.report is None:
-        config_file, folder = (shlex.quote(str(path)) for path in (out / "config.yaml", out))
-        # the run folder's config.yaml holds every override and --set of this run
-        print(f"interrupted: resume with block-dominoes train --config {config_file} --out {folder} --resume latest")
+        print(_resume_hint(out))
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
     print(f"time per phase: {phase_times(summary['phases'])}")

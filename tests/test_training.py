@@ -180,6 +180,27 @@ def test_settings_reach_into_sections_read_as_yaml_and_name_what_is_wrong(tmp_pa
     assert e.value.code == 2 and not (tmp_path / "run").exists()
 
 
+def test_an_interrupted_main_job_says_how_to_resume_from_the_run_folders_config(tmp_path, monkeypatch, capsys):
+    """The hint names the run folder's config.yaml (which holds every --set), quoted for a shell."""
+    import shlex
+
+    import block_env.training.main_job as main_job
+
+    monkeypatch.setattr(main_job, "run_main_job", lambda *args, **kwargs: SimpleNamespace(training={}, report=None))
+    run = tmp_path / "my run"
+    assert main(["main", "--config", str(TINY), "--out", str(run), "--set", "seed=3", "--quiet"]) == 130
+    hint = capsys.readouterr().out.strip()
+    assert shlex.split(hint)[-7:] == [
+        "train",
+        "--config",
+        str(run / "config.yaml"),
+        "--out",
+        str(run),
+        "--resume",
+        "latest",
+    ]
+
+
 def test_yaml_config_errors_come_from_the_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: standard\nppo:\n  batch_sise: 64\n")
