@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 from array import array
 from dataclasses import dataclass
 from itertools import combinations
@@ -37,14 +38,27 @@ from block_env.rules import Rules
 SEATS = 2
 
 
+#: The most deals :func:`build_tree` lays out (double-four, 2 × 3 has 100,100 and its tree takes
+#: the solver half a minute; the standard set's two hands have about 1.4e11).
+MAX_DEALS = 200_000
+
+
 def check_solvable(rules: Rules) -> None:
-    """ValueError unless ``rules`` is a game :func:`build_tree` can lay out: two seats."""
+    """ValueError unless ``rules`` is a game :func:`build_tree` can lay out: two seats and at
+    most :data:`MAX_DEALS` deals of their hands."""
     if not isinstance(rules, Rules):
         raise TypeError(f"rules must be a block_env.Rules, got {type(rules).__name__}")
     if rules.num_players != SEATS:
         raise ValueError(
             f"the game tree is built for two-player rounds (zero-sum, one seat against the other), "
             f"got num_players={rules.num_players}"
+        )
+    tiles, hand = rules.tile_set.num_tiles, rules.resolved_hand_size
+    deals = math.comb(tiles, hand) * math.comb(tiles - hand, hand)
+    if deals > MAX_DEALS:
+        raise ValueError(
+            f"the game tree lays out every deal, at most {MAX_DEALS:,} (as the tiny, small and medium "
+            f"presets); these rules deal {deals:,} (a {rules.tile_set.num_tiles}-tile set, hands of {hand})"
         )
 
 

@@ -411,3 +411,22 @@ def test_solve_refuses_an_agent_trained_on_another_set_before_solving(tmp_path):
     with pytest.raises(ValueError, match=r"pretrained/standard was trained for .* it cannot play"):
         solve("tiny", 1, tmp_path / "out", agents=["greedy", "pretrained:standard"], progress=False)
     assert not (tmp_path / "out").exists()  # refused before any solving or writing
+
+
+def test_solve_refuses_what_it_cannot_do_before_writing_anything(tmp_path):
+    """A set too large to lay out, a human among the agents, and a folder that already holds
+    something: each an error naming it, and the folder left as it was."""
+    from block_env.rules import Rules
+    from block_env.training.solve import solve
+
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"at most 200,000 .*these rules deal 7,534,800"):
+        solve(Rules.preset("medium").replace(max_pip=6), 1, out, progress=False)
+    with pytest.raises(ValueError, match="agents cannot be 'human'"):
+        solve("tiny", 1, out, agents=["greedy", "human"], progress=False)
+    assert not out.exists()
+    out.mkdir()
+    (out / "policy.npz").write_bytes(b"an earlier solve")
+    with pytest.raises(ValueError, match="already exists and is not an empty folder"):
+        solve("tiny", 1, out, progress=False)
+    assert (out / "policy.npz").read_bytes() == b"an earlier solve"

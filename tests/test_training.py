@@ -45,6 +45,8 @@ def test_shipped_configs_are_valid():
     [
         ({"total_timesteps": 100, "learning_rate": 1e-3}, "unknown config key.*learning_rate"),
         ({"ppo": {"lr": 0.1}}, r"unknown config key\(s\) ppo\.lr"),
+        ({True: 3}, "config keys are names; the config has True"),
+        ({"ppo": {"n_steps": 512, 2: 3}}, "config keys are names; ppo has 2"),
         ({"ppo": {"net_arch": [64, 0]}}, "ppo.net_arch"),
         ({"ppo": {"gamma": 1.5}}, r"ppo\.gamma must be in 0.0..1.0"),
         ({"n_envs": "4"}, "n_envs must be int"),
@@ -414,20 +416,26 @@ def test_resume_continues_from_a_checkpoint(tiny_run, tmp_path):
 
 
 def test_a_resume_with_a_config_of_another_network_is_refused_and_the_run_is_left_as_it_was(tiny_run, tmp_path, capsys):
-    """Other layers or another activation than the checkpoint's: one line naming the
-    difference, not torch's traceback, and the run's files (its config.yaml too) unchanged."""
+    """Other layers or another activation than the checkpoint's, or a total of steps the
+    checkpoint already has: one line naming what was wrong, not torch's traceback, and the
+    run's files (its config.yaml too) unchanged."""
     import shutil
 
     out = tmp_path / "run"
     shutil.copytree(tiny_run, out)
     before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
     configs = _configs_of_other_networks(yaml.safe_load(TINY.read_text()), tmp_path)
-    for config, message in (
-        (configs["wider"], "its network does not fit the config's (size mismatch for"),
-        (configs["relu"], "the config's ppo.activation is 'relu'"),
+    steps = json.loads((out / "training.json").read_text())["timesteps"]
+    for options, message in (
+        (["--config", str(configs["wider"])], "its network does not fit the config's (size mismatch for"),
+        (["--config", str(configs["relu"])], "the config's ppo.activation is 'relu'"),
+        (
+            ["--config", str(out / "config.yaml"), "--total-timesteps", "256", "--set", "ppo.n_epochs=7"],
+            f"already has {steps} steps, total_timesteps is 256",
+        ),
     ):
         with pytest.raises(SystemExit) as exit_:
-            main(["train", "--config", str(config), "--out", str(out), "--quiet", "--resume", "latest"])
+            main(["train", *options, "--out", str(out), "--quiet", "--resume", "latest"])
         assert exit_.value.code == 2 and message in capsys.readouterr().err
     assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
 

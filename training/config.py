@@ -626,9 +626,16 @@ def _build(cls: type, values: Any, where: str) -> Any:
         raise ValueError(f"{where or 'the config'} must be a mapping, got {values!r}")
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
+    prefix = f"{where}." if where else ""
+    # YAML reads `1:` as a number and `on:`/`yes:` as booleans: name them as written.
+    not_names = [key for key in values if not isinstance(key, str)]
+    if not_names:
+        raise ValueError(
+            f"config keys are names; {where or 'the config'} has {', '.join(repr(k) for k in not_names)}"
+            " (YAML reads on, off, yes and no as booleans: quote such a key)"
+        )
     unknown = sorted(set(values) - known)
     if unknown:
-        prefix = f"{where}." if where else ""
         raise ValueError(
             f"unknown config key(s) {', '.join(prefix + k for k in unknown)}; known: {', '.join(sorted(known))}"
         )

@@ -27,10 +27,11 @@ from typing import Any
 import numpy as np
 
 from block_env.agents import make_agent, parse_spec
+from block_env.agents.policy import check_new_folder
 from block_env.agents.solved import SolvedAgent
 from block_env.cfr import ALGORITHMS, POLICY_FILE, CFRSolver, mean_award, nash_conv, uniform_policy, write_policy
 from block_env.files import save_atomically, write_atomically, write_csv_atomically
-from block_env.game_tree import SEATS, GameTree, build_tree
+from block_env.game_tree import SEATS, GameTree, build_tree, check_solvable
 from block_env.observations import encoder
 from block_env.rules import Rules, resolve_rules
 from block_env.validation import check_int
@@ -70,8 +71,12 @@ def solve(
     if until is not None and not (isinstance(until, float | int) and 0 < until < 1):
         raise ValueError(f"until is a share of the mean award between 0 and 1, got {until!r}")
     folder = Path(out)
+    check_solvable(resolved)  # a set too large to lay out is refused before anything is written
+    check_new_folder(folder, "a solve writes its policy and tables to a new folder")
     for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
         name, options = parse_spec(spec)
+        if name == "human":
+            raise ValueError("a solve's agents cannot be 'human': each is asked for its policy at every information state")
         if name == "solved" and Path(options["path"]).resolve() in {folder.resolve(), (folder / POLICY_FILE).resolve()}:
             continue  # the policy this solve writes
         make_agent(spec, resolved)

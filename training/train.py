@@ -1146,7 +1146,13 @@ def train(
     pool = opponent_pool(config, paths, with_snapshots=resume is not None)
     env = make_vec_env(config, pool)
     model = build_model(config, env, paths) if resume is None else load_checkpoint(Path(resume), config, env)
-    if resume is not None:  # once the checkpoint fits it: a config that does not leaves the run's as it was
+    if resume is not None:
+        if config.total_timesteps <= model.num_timesteps:
+            env.close()
+            raise ValueError(
+                f"{resume} already has {model.num_timesteps} steps, total_timesteps is {config.total_timesteps}"
+            )
+        # once the checkpoint fits it and has steps left: otherwise the run's config stays as it was
         write_atomically(paths.config, run_config)
     if resume is None:
         with timed(phases, "warm_start"):
@@ -1156,8 +1162,6 @@ def train(
             expert_rows = expert_iteration(model, config, paths.root, progress)
     start_steps = model.num_timesteps
     remaining = config.total_timesteps - start_steps
-    if remaining <= 0 and (resume is not None or config.total_timesteps):
-        raise ValueError(f"{resume} already has {start_steps} steps, total_timesteps is {config.total_timesteps}")
     started = time.perf_counter()
     finished, fresh = True, resume is None
     if remaining > 0:  # no PPO steps: the run was expert iteration alone
