@@ -90,12 +90,16 @@ class _Running:
         self.stopped = False
 
 
+#: The longest move budget: a day (longer is a mistake, and an infinite one would stop the watchdog).
+MAX_MOVE_SECONDS = 86_400.0
+
+
 class MoveBudget:
     """Runs moves with at most ``seconds`` each (see the module docstring)."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if not seconds > 0:
-            raise ValueError(f"a move's time budget is a positive number of seconds, got {seconds!r}")
+        if not 0 < seconds <= MAX_MOVE_SECONDS:  # nan and inf too: the watchdog's wait needs a finite time
+            raise ValueError(f"a move's time budget is a number of seconds in (0, {MAX_MOVE_SECONDS:g}], got {seconds!r}")
         self.seconds = float(seconds)
         self._clock = clock
         self._lock = threading.Condition()

@@ -189,9 +189,10 @@ class Store:
                     if conn.execute(select(locks.c.name)).first() is None:
                         conn.execute(insert(locks).values(name="admit"))
                 return
-            except (IntegrityError, OperationalError):
+            except (IntegrityError, OperationalError) as e:
                 if attempt == 4:
-                    raise
+                    where = self.engine.url.render_as_string(hide_password=True)
+                    raise ValueError(f"the store cannot open its database {where}: {e.orig}") from None
                 time.sleep(0.2)
 
     @contextmanager

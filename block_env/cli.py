@@ -529,7 +529,7 @@ def _add_serve(sub: Any) -> None:
     )
     p.add_argument(
         "--move-seconds",
-        type=_positive_seconds,
+        type=_move_seconds,
         default=10.0,
         help="an opponent's move is stopped after this long (default 10); the player retries or seats a fallback",
     )
@@ -564,13 +564,15 @@ def _add_serve(sub: Any) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def _positive_seconds(value: str) -> float:
+def _move_seconds(value: str) -> float:
+    from block_env.apps.budget import MAX_MOVE_SECONDS
+
     try:
         seconds = float(value)
     except ValueError:
         seconds = float("nan")
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"a time in seconds is a positive number, got {value}")
+    if not 0 < seconds <= MAX_MOVE_SECONDS:  # nan and inf too
+        raise argparse.ArgumentTypeError(f"a move's time is a positive number of seconds up to {MAX_MOVE_SECONDS:g}, got {value}")
     return seconds
 
 

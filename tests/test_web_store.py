@@ -267,3 +267,23 @@ def test_serve_with_two_workers_answers_every_request_of_a_game_from_either(tmp_
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_serve_names_a_database_it_cannot_open_and_a_move_budget_it_cannot_keep(tmp_path, capsys):
+    """A database URL that cannot be opened is one line naming it (its password hidden), not
+    SQLAlchemy's traceback; so is a move budget of no finite length."""
+    from block_env.apps.budget import MoveBudget
+    from block_env.cli import main
+
+    missing = tmp_path / "no such folder" / "games.db"
+    with pytest.raises(ValueError, match="the store cannot open its database .*no such folder.*unable to open"):
+        Store(f"sqlite:///{missing}")
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--store", f"sqlite:///{missing}"])
+    assert exit_.value.code == 2 and "cannot open its database" in capsys.readouterr().err
+    for seconds in (float("inf"), float("nan"), 0.0, 86_401.0):
+        with pytest.raises(ValueError, match="a move's time budget is a number of seconds"):
+            MoveBudget(seconds)
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--move-seconds", "inf"])
+    assert exit_.value.code == 2 and "got inf" in capsys.readouterr().err
