@@ -12,7 +12,9 @@ import numpy as np
 
 from block_env.engine import PublicView
 from block_env.observations import read_public_view
+from block_env.options import ENCODINGS
 from block_env.rules import Rules, resolve_rules
+from block_env.validation import check_choice
 
 Observation = dict[str, np.ndarray]
 
@@ -42,7 +44,7 @@ class Agent(ABC):
 
     def __init__(self, rules: Rules | str, seed: int | None = None, observation: str = "vector") -> None:
         self.rules = resolve_rules(rules)
-        self.observation = observation
+        self.observation = check_choice("observation", observation, ENCODINGS)
         self.rng = random.Random(seed)
 
     def reset(self, seed: int | None = None) -> None:

@@ -31,6 +31,11 @@ def play_in_terminal(
     env = raw_env(rules, episode=episode, reward="points", render_mode="ansi")
     env.reset(seed=seed)
     human = HumanAgent(rules, read=read, write=write)
+    if not 1 <= len(opponents) <= n - 1:
+        raise ValueError(
+            f"opponents: one agent spec for each other seat at most ({n - 1} for {n} players), "
+            f"used in turn when fewer; got {len(opponents)}: {' '.join(opponents)}"
+        )
     others = iter(list(opponents) * n)
     agents: list[Agent] = [
         human if s == seat else make_agent(next(others), rules, seed=None if seed is None else seat_seed(seed, s))

@@ -32,6 +32,7 @@ Examples:
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -485,6 +486,6 @@ def read_policy(path: str | Path) -> SolvedPolicy:
         with np.load(path) as data:
             fields = {name: data[name] for name in SolvedPolicy.__dataclass_fields__ if name != "rules"}
             rules = Rules.from_dict(json.loads(str(data["rules"])))
-    except (KeyError, OSError, ValueError) as e:
+    except (KeyError, OSError, ValueError, zipfile.BadZipFile) as e:
         raise ValueError(f"{path} is not a solved policy written by block_env.cfr.write_policy: {e}") from None
     return SolvedPolicy(rules=rules, **fields)

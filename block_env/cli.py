@@ -388,7 +388,7 @@ def _add_eval(sub: Any) -> None:
 def _add_play(sub: Any) -> None:
     p = sub.add_parser("play", help="play against agents in the terminal")
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
-    p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn")
+    p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn (at most one a seat)")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 leads by lot like any other)")
     p.add_argument("--episode", choices=EPISODES, default="match")
     p.add_argument("--seed", type=_seed_arg, default=None)

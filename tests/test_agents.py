@@ -189,6 +189,7 @@ def test_search_agent_validates_its_options():
         ("", "non-empty string"),
         ("policy", "needs a path"),
         ("search:worlds", "not key=value"),
+        ("greedy:observation=bogus", "observation must be one of 'vector', 'history', 'tracked'; got 'bogus'"),
     ],
 )
 def test_bad_agent_specs(spec, message):

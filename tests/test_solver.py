@@ -294,3 +294,8 @@ def test_solve_writes_a_policy_the_solved_agent_plays(tmp_path):
         make_agent(f"solved:{tmp_path}", "small")
     with pytest.raises(ValueError, match="no solved policy"):
         make_agent(f"solved:{tmp_path / 'nothing'}", "tiny")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "policy.npz").write_bytes(b"PK\x03\x04 not a whole archive")
+    with pytest.raises(ValueError, match="is not a solved policy written by"):
+        make_agent(f"solved:{corrupt}", "tiny")

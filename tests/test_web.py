@@ -470,6 +470,14 @@ def test_the_terminal_seeds_each_opponent_by_its_seat(monkeypatch):
     assert list(seeds.values()) == [seat_seed(5, 1), seat_seed(5, 2)]
 
 
+def test_terminal_play_refuses_more_opponents_than_the_other_seats():
+    """A spec that would never be seated is an error naming them all, not silently dropped."""
+    from block_env.apps import terminal
+
+    with pytest.raises(ValueError, match=r"at most \(1 for 2 players\).*got 2: greedy strategic"):
+        terminal.play_in_terminal(PRESETS["standard"], ["greedy", "strategic"], read=input, write=lambda _: None)
+
+
 def test_two_requests_racing_for_one_move_play_it_once():
     """The same move sent twice at once: one request plays it, the other is refused (the seat
     has moved, or the move no longer fits), and the game holds the move once."""
