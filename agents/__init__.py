@@ -14,6 +14,7 @@ Option values read as ints, floats, ``true`` and ``false`` (booleans), or else s
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ __all__ = [
     "RandomAgent",
     "SearchAgent",
     "StrategicAgent",
+    "check_option_names",
     "make_agent",
     "make_env",
     "make_vector_env",
@@ -156,6 +158,19 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
         if observation is None:  # each agent reads its own default encoding
             return agent_class(rules, seed, **kwargs)
         return agent_class(rules, seed, observation, **kwargs)
+    except TypeError as e:
+        raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
+
+
+def check_option_names(spec: str) -> None:
+    """ValueError naming an option ``spec`` gives that its agent does not take: the check a spec
+    can have before a file it names exists (a ``{prior}`` that a training stage has yet to
+    make). Trained, solved and OpenSpiel agents' options are checked when they are built."""
+    name, kwargs = parse_spec(spec)
+    if name in ("policy", "solved", OPENSPIEL):
+        return
+    try:
+        inspect.signature(AGENTS[name]).bind_partial(None, None, **kwargs)
     except TypeError as e:
         raise ValueError(f"bad options for agent {name!r} in {spec!r}: {e}") from None
 

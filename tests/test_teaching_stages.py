@@ -46,6 +46,10 @@ def tiny(**changes: object) -> dict:
         ),
         ({"targets": "moves"}, r"pretrain\.targets must be one of"),
         ({"temperature": 0.0}, r"pretrain\.temperature must be a positive"),
+        (  # a spec naming {prior} is built once the prior is trained, but its option names are checked now
+            {"prior": {"teacher": "strategic"}, "teacher": "search:prior={prior},playout=policy,wrlds=3"},
+            r"pretrain\.teacher: bad options for agent 'search' .*unexpected keyword argument 'wrlds'",
+        ),
     ],
 )
 def test_teaching_config_errors_name_the_key(pretrain, message):

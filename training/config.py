@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from block_env.agents import make_agent, parse_spec, trained_agent_folder
+from block_env.agents import check_option_names, make_agent, parse_spec, trained_agent_folder
 from block_env.agents.policy import ACTIVATIONS, mirror_columns_of
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS, EPISODES, REWARDS
@@ -570,10 +570,15 @@ class TrainConfig:
             specs.append(("expert.eval_opponent", self.expert.eval_opponent))
         if self.pretrain.prior is not None:
             specs.append(("pretrain.prior.teacher", self.pretrain.prior.teacher))
-        # A spec naming {prior} is built only once that stage has trained it.
+        # A spec naming {prior} is built only once that stage has trained it: its option names now.
         for name, spec in self.pretrain.named_specs():
             if spec is not None and PRIOR_PLACEHOLDER not in spec:
                 specs.append((name, spec))
+            elif spec is not None:
+                try:
+                    check_option_names(spec)
+                except ValueError as e:
+                    raise ValueError(f"{name}: {e}") from None
         rules = self.resolved_rules()
         for name, spec in specs:
             try:
