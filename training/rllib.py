@@ -25,6 +25,7 @@ import numpy as np
 from pettingzoo.utils.wrappers import BaseWrapper
 
 from block_env.aec import raw_env
+from block_env.agents import make_agent, parse_spec
 from block_env.agents.policy import build_policy, policy_shape, save_agent
 from block_env.agents.scripted import greedy_rank
 from block_env.batched import random_legal_actions
@@ -356,8 +357,14 @@ def train_rllib(
         raise ValueError(f"{run} holds an RLlib run: pass --resume to continue it, or choose another --out")
     if resume and not checkpoint.exists():
         raise ValueError(f"nothing to resume: {checkpoint} does not exist")
+    for spec in evaluate_against or ():  # a typo fails now, not after the training
+        try:
+            if parse_spec(spec)[0] == "human":
+                raise ValueError("the final arena plays unattended, without a human")
+            make_agent(spec, config.rules_object)
+        except ValueError as e:
+            raise ValueError(f"--evaluate {spec}: {e}") from None
     run.mkdir(parents=True, exist_ok=True)
-    (run / "rllib_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     connect(address, num_cpus=None)
     algorithm = build_algorithm(config, run)
     start_iteration = start_steps = 0
@@ -365,6 +372,8 @@ def train_rllib(
         algorithm.restore_from_path(str(checkpoint))
         done = json.loads((checkpoint / PROGRESS).read_text())
         start_iteration, start_steps = int(done["iteration"]), int(done["env_steps"])
+    # once a resumed checkpoint has loaded: otherwise the run's config stays as it was
+    (run / "rllib_config.json").write_text(json.dumps(dataclasses.asdict(config), indent=2) + "\n")
     started = time.time()
     steps = run_iterations(algorithm, config, run, checkpoint, start_iteration, start_steps, progress)
     _checkpoint(algorithm, checkpoint, config.iterations, steps)
