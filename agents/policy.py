@@ -572,8 +572,11 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
         {'hand_at_most': 2, 'search': 'search:worlds=16'}
     """
     target = Path(out)
+    if type(hand_at_most) is not int or hand_at_most < 2:  # a seat's last tile needs no search
+        raise ValueError(f"hand_at_most must be an int of 2 or more, got {hand_at_most!r}")
+    if not isinstance(search, str) or search.partition(":")[0] != "search":
+        raise ValueError(f"the endgame's player must be a search spec ('search' or 'search:...'), got {search!r}")
     settings = {"hand_at_most": hand_at_most, "search": search}
-    check_endgame(settings, str(target / AGENT_JSON))
     check_new_folder(target, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if ENDGAME in metadata:

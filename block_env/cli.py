@@ -445,7 +445,8 @@ def _add_exploit(sub: Any) -> None:
         "--env-processes",
         type=_positive_int,
         default=1,
-        help="processes the training games step in, one core each (more than 1 pays for a costly target: search)",
+        help="processes the training games step in, one core each, a divisor of its 256 games "
+        "(more than 1 pays for a costly target: search)",
     )
     p.add_argument(
         "--observation",
@@ -486,7 +487,7 @@ def _add_endgame(sub: Any) -> None:
     )
     p.add_argument(
         "--hand-at-most",
-        type=int,
+        type=_int_arg(2, "the tiles held at most"),
         default=3,
         help="the search decides once the agent holds this many tiles or fewer, 2 or more (default: %(default)s)",
     )

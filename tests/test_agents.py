@@ -851,9 +851,9 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     source = PRETRAINED_DIR / "partnership_average"
     out = tmp_path / "new" / "x"
     for hand in (1, 0, -1, 2.5, True):
-        with pytest.raises(ValueError, match=r"x/agent.json: endgame must be .*'hand_at_most': "):
+        with pytest.raises(ValueError, match=f"hand_at_most must be an int of 2 or more, got {hand!r}"):
             add_endgame_search(source, out, ENDGAME_SEARCH, hand)
-    with pytest.raises(ValueError, match="endgame must be .*'search': 'greedy'"):
+    with pytest.raises(ValueError, match="the endgame's player must be a search spec .* got 'greedy'"):
         add_endgame_search(source, out, "greedy", 3)
     with pytest.raises(ValueError, match="reads the 'history' encoding, which the agent's 'tracked' observations"):
         add_endgame_search(source, out, "search:prior=pretrained:partnership_average,belief=prior", 3)
