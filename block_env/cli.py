@@ -141,10 +141,15 @@ def _train_overrides(args: argparse.Namespace) -> dict:
     return overrides
 
 
-def _teacher_games_on(config: Any, ray_address: str | None) -> Any:
-    """``config`` with ``--ray``'s address for its teacher games (the file's when not given)."""
+def _teacher_games_on(config: Any, ray_address: str | None, resuming: bool = False) -> Any:
+    """``config`` with ``--ray``'s address for its teacher games (the file's when not given);
+    an error when the run plays none, rather than an option silently ignored."""
     if ray_address is None:
         return config
+    if resuming:
+        raise ValueError("--ray runs the teacher games on Ray; a resumed run plays none (it continues PPO)")
+    if config.pretrain.prior is None and (config.pretrain.teacher is None or config.pretrain.decisions == 0):
+        raise ValueError("--ray runs the teacher games on Ray; this config plays none (no pretrain.teacher decisions)")
     pretrain = dataclasses.replace(config.pretrain, ray_address=ray_address)
     pretrain.validate()
     return dataclasses.replace(config, pretrain=pretrain)
@@ -154,7 +159,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from block_env.training.config import load_config
     from block_env.training.train import latest_checkpoint, train
 
-    config = _teacher_games_on(load_config(args.config, _train_overrides(args), args.settings), args.ray)
+    config = load_config(args.config, _train_overrides(args), args.settings)
+    config = _teacher_games_on(config, args.ray, resuming=args.resume is not None)
     out = _output_folder(args.out)
     resume = latest_checkpoint(out) if args.resume == "latest" else args.resume
     try:

@@ -118,6 +118,19 @@ def test_an_empty_ray_address_is_refused_naming_the_key(tmp_path, capsys):
     assert "pretrain.ray_address must be" in capsys.readouterr().err
 
 
+def test_ray_on_a_run_that_plays_no_teacher_games_is_refused_not_ignored(tmp_path, capsys):
+    """--ray says where the teacher games run: with none to run (no teacher, or a resume, which
+    continues PPO) it is an error naming why, before anything is written."""
+    for extra, why in (
+        (["--set", "pretrain.teacher=null"], "this config plays none"),
+        (["--resume", "latest"], "a resumed run plays none"),
+    ):
+        out = tmp_path / "run"
+        with pytest.raises(SystemExit):
+            main(["train", "--config", str(TINY), "--out", str(out), "--ray", *extra])
+        assert why in capsys.readouterr().err and not out.exists()
+
+
 # -- on a local Ray ------------------------------------------------------------------------------
 
 
