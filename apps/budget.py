@@ -99,7 +99,9 @@ class MoveBudget:
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         if not 0 < seconds <= MAX_MOVE_SECONDS:  # nan and inf too: the watchdog's wait needs a finite time
-            raise ValueError(f"a move's time budget is a number of seconds in (0, {MAX_MOVE_SECONDS:g}], got {seconds!r}")
+            raise ValueError(
+                f"a move's time budget is a number of seconds in (0, {MAX_MOVE_SECONDS:g}], got {seconds!r}"
+            )
         self.seconds = float(seconds)
         self._clock = clock
         self._lock = threading.Condition()

@@ -167,7 +167,7 @@ class raw_env(AECEnv):
     ## Arguments
     ``rules``: a :class:`block_env.Rules`, a preset name (``block_env.PRESETS``) or None;
     ``episode``: "round" | "match"; ``reward``: "zero_sum" | "points" | "win_loss";
-    ``observation``: "vector" | "history"; ``render_mode``: None | "human" | "ansi" | "rgb_array".
+    ``observation``: "vector" | "history" | "tracked"; ``render_mode``: None | "human" | "ansi" | "rgb_array".
 
     ## Version History
     v0: initial release.
@@ -260,6 +260,8 @@ class raw_env(AECEnv):
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self._match("last()")
+        if not self.agents:
+            raise RuntimeError("the episode is over and every agent is done: call reset() to start another")
         return super().last(observe)
 
     def step(self, action: Any) -> None:
@@ -278,6 +280,7 @@ class raw_env(AECEnv):
             raise TypeError(f"{e}; legal actions for {agent}: {match.round.describe_legal()}") from None
         result = match.step(act)  # ValueError naming the legal actions; nothing changed
         self._cumulative_rewards[agent] = 0.0
+        self.infos[agent] = {}  # read by now, as its reward was: a round's result is told once
         self._clear_rewards()
         if result is not None:
             self._end_round(result)
@@ -308,7 +311,7 @@ class raw_env(AECEnv):
     def legal_actions(self) -> list[int]:
         """Legal action ids of the agent to move (empty once the episode is over)."""
         match = self._match("legal_actions()")
-        if self.terminations[self.agent_selection]:
+        if not self.agents or self.terminations[self.agent_selection]:
             return []
         return match.round.legal_actions()
 
@@ -406,12 +409,16 @@ class raw_env(AECEnv):
         match = self._match("state()")
         return encode_state(match.round, match.scores)
 
-    def render(self) -> str | np.ndarray | None:
+    def render(self, viewer: int | None = None) -> str | np.ndarray | None:
+        """The table as ``viewer`` (a seat) sees it; by default the seat to move."""
         if self.render_mode is None:
             gymnasium.logger.warn("render() was called without a render_mode; pass render_mode= to the env.")
             return None
         match = self._match("render()")
-        viewer = self.agent_name_mapping.get(self.agent_selection, 0)
+        if viewer is None:
+            viewer = self.agent_name_mapping.get(self.agent_selection, 0)
+        elif not (is_int(viewer) and 0 <= viewer < self.rules.num_players):
+            raise ValueError(f"viewer is a seat 0..{self.rules.num_players - 1}, got {viewer!r}")
         rnd = match.round
         if self.render_mode == "rgb_array":
             return render_image(rnd, viewer)

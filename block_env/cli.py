@@ -394,7 +394,12 @@ def _add_eval(sub: Any) -> None:
 def _add_play(sub: Any) -> None:
     p = sub.add_parser("play", help="play against agents in the terminal")
     p.add_argument("--rules", type=_rules_arg, default=Rules(), help="rules preset (default: standard)")
-    p.add_argument("--opponents", nargs="+", default=["strategic"], help="agent specs for the other seats, in turn (at most one a seat)")
+    p.add_argument(
+        "--opponents",
+        nargs="+",
+        default=["strategic"],
+        help="agent specs for the other seats, in turn (at most one a seat)",
+    )
     p.add_argument("--seat", type=int, default=0, help="your seat (0 leads by lot like any other)")
     p.add_argument("--episode", choices=EPISODES, default="match")
     p.add_argument("--seed", type=_seed_arg, default=None)
@@ -579,7 +584,9 @@ def _move_seconds(value: str) -> float:
     except ValueError:
         seconds = float("nan")
     if not 0 < seconds <= MAX_MOVE_SECONDS:  # nan and inf too
-        raise argparse.ArgumentTypeError(f"a move's time is a positive number of seconds up to {MAX_MOVE_SECONDS:g}, got {value}")
+        raise argparse.ArgumentTypeError(
+            f"a move's time is a positive number of seconds up to {MAX_MOVE_SECONDS:g}, got {value}"
+        )
     return seconds
 
 

@@ -9,7 +9,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from block_env.aec import parse_reset_options, raw_env
+from block_env.aec import as_action, parse_reset_options, raw_env
 from block_env.observations import layout_for
 from block_env.opponents import Opponent, OpponentFactory, opponent_encoding, resolve_opponents
 from block_env.options import ILLEGAL_ACTIONS, MAX_REDEALS, check_learner_seat
@@ -153,26 +153,35 @@ class BlockDominoesEnv(gymnasium.Env):
                 "(each time with a new learner seat and opponents): the learner never plays it; reset() again"
             )
         self._ready = True
-        return self._observe(), self._info()
+        return self._observe(), self._info(0)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if not self._ready:
             raise RuntimeError("call reset() before step()")
         if self._episode_over:
             raise RuntimeError("the episode is over; call reset()")
-        self._reward = 0.0
         agent = self.aec.possible_agents[self.seat]
+        rounds = len(self.aec.results)
+        # Not an action at all (a float, None, an id out of range): an error in every mode.
+        act = as_action(action, self.action_space.n)
         try:
-            self.aec.step(action)
-        except (ValueError, TypeError):
+            self.aec.step(act)
+        except ValueError:  # an action id the rules do not allow here
             if self.illegal_action == "raise":
                 raise
             self._illegal = True
-            return self._observe(), -1.0 * self.reward_scale, True, False, {**self._info(), "illegal_action": True}
+            return (
+                self._observe(),
+                -1.0 * self.reward_scale,
+                True,
+                False,
+                {**self._info(rounds), "illegal_action": True},
+            )
         self._reward += self.aec.rewards[agent]
         self._advance()
-        reward = self._reward * self.reward_scale
-        return self._observe(), reward, self._episode_over, False, self._info()
+        # Here too what rounds ended before the learner's first decision (added up by reset) is paid.
+        reward, self._reward = self._reward * self.reward_scale, 0.0
+        return self._observe(), reward, self._episode_over, False, self._info(rounds)
 
     def action_masks(self) -> np.ndarray:
         """Legal actions of the learner (bool); all False when the episode is over."""
@@ -184,7 +193,7 @@ class BlockDominoesEnv(gymnasium.Env):
         return mask
 
     def render(self) -> str | np.ndarray | None:
-        return self.aec.render()
+        return self.aec.render(viewer=self.seat)  # the learner's hand, whoever moved last
 
     def close(self) -> None:
         self.aec.close()
@@ -218,10 +227,12 @@ class BlockDominoesEnv(gymnasium.Env):
     def _observe(self) -> np.ndarray:
         return self.aec.observe(self.aec.possible_agents[self.seat])["observation"]
 
-    def _info(self) -> dict[str, Any]:
+    def _info(self, rounds_before: int) -> dict[str, Any]:
+        """The learner's seat; ``round_result`` when a round ended since ``rounds_before``
+        rounds had (the last of them); at the episode's end the scores and the learner's side."""
         info: dict[str, Any] = {"learner_seat": self.seat}
         results = self.aec.results
-        if results:
+        if len(results) > rounds_before:
             info["round_result"] = results[-1].as_dict()
         if self._episode_over:
             info["scores"] = self.aec.scores

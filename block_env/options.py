@@ -21,7 +21,8 @@ RENDER_MODES = ("human", "ansi", "rgb_array")
 #: ``illegal_action=`` of the Gymnasium views: raise ValueError, or end the episode.
 ILLEGAL_ACTIONS = ("raise", "terminate")
 #: The Gymnasium views deal again when a scripted or quick round ends before the learner's
-#: first decision; this many times in a row at most, then RuntimeError.
+#: first decision; this many times in a row at most, then an error (ValueError from the single
+#: view, whose scripted deal may be the cause; RuntimeError from the vector view).
 MAX_REDEALS = 100
 
 

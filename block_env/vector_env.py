@@ -44,13 +44,13 @@ from block_env.options import (
 )
 from block_env.rules import Rules, resolve_rules
 from block_env.seeding import SEED_BOUND
-from block_env.validation import check_bool, check_choice, check_number
+from block_env.validation import check_bool, check_choice, check_int, check_number
 
 
 class _Step:
     """What one step (or reset) gathers per game while the games play on."""
 
-    def __init__(self, num_envs: int, size: int) -> None:
+    def __init__(self, num_envs: int, size: int, num_sides: int) -> None:
         self.rewards = np.zeros(num_envs, dtype=np.float64)
         self.terminated = np.zeros(num_envs, dtype=bool)
         self.episode_done = np.zeros(num_envs, dtype=bool)  # ended, not yet restarted
@@ -58,6 +58,7 @@ class _Step:
         self.redeals = np.zeros(num_envs, dtype=np.int64)
         self.final_obs = np.zeros((num_envs, size), dtype=np.float32)
         self.final_seats = np.zeros(num_envs, dtype=np.int64)
+        self.final_scores = np.zeros((num_envs, num_sides), dtype=np.int64)
 
 
 class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
@@ -138,6 +139,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         check_number("reward_scale", reward_scale, positive=True)
         check_bool("skip_forced", skip_forced)
         check_bool("privileged", privileged)
+        check_int("num_envs", num_envs, low=1)
         self.games = BatchedGames(self.rules, num_envs, episode=episode)
         self.num_envs = self.games.num_games
         self.episode = episode
@@ -149,6 +151,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         self.illegal_action = illegal_action
         self.opponent_factory = opponent_factory
         self.seats = np.zeros(self.num_envs, dtype=np.int64)  # each game's learner seat
+        # Rounds that ended in a new episode before the learner's first decision (match
+        # episodes): their value is paid with that decision's step, as the single env does.
+        self._unpaid = np.zeros(self.num_envs, dtype=np.float64)
         self.seat_opponents = np.zeros((self.num_envs, n), dtype=np.int64)  # pool index per seat
         self._partner_of = np.array([partner_of(self.rules, s) for s in range(n)]) if self.rules.partnership else None
         self.partner: Opponent | None = None
@@ -230,9 +235,10 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         # A splitmix64 stream per game for the compiled uniform (random) opponents.
         self._streams = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.uint64)
         everyone = self.games.all_games
-        step = _Step(self.num_envs, self._encode_learner.layout.size)
+        step = _Step(self.num_envs, self._encode_learner.layout.size, self.games.scores.shape[1])
         self._draw_seats(everyone)
         step.fresh[:] = True
+        self._unpaid[:] = 0.0
         self._play_until_learner(everyone, step)
         self._masks = self.games.legal_mask()
         return self._observe(everyone), self._info()
@@ -242,7 +248,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
         n = self.num_envs
-        step = _Step(n, self._encode_learner.layout.size)
+        step = _Step(n, self._encode_learner.layout.size, self.games.scores.shape[1])
+        step.rewards += self._unpaid
+        self._unpaid[:] = 0.0
         legal = self._masks[np.arange(n), actions]
         illegal = np.flatnonzero(~legal)
         if len(illegal):
@@ -265,7 +273,14 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             for game in np.flatnonzero(terminated):
                 infos["final_obs"][game] = step.final_obs[game]
             infos["_final_obs"] = terminated.copy()
-            final_info: dict[str, Any] = {"learner_seat": step.final_seats, "_learner_seat": terminated.copy()}
+            final_info: dict[str, Any] = {
+                "learner_seat": step.final_seats,
+                "_learner_seat": terminated.copy(),
+                "scores": step.final_scores,  # each side's points at the end, as the single env's info
+                "_scores": terminated.copy(),
+                "learner_side": self._side_of[step.final_seats],
+                "_learner_side": terminated.copy(),
+            }
             if len(illegal):
                 final_info["illegal_action"] = ~legal
                 final_info["_illegal_action"] = terminated.copy()
@@ -354,8 +369,10 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         An episode over before the learner's first decision (every move forced) is dealt
         again unseen, as the single env's reset does."""
         counted = games[~step.fresh[games]]
+        self._unpaid[games[step.fresh[games]]] = 0.0  # dealt again unseen: nothing of it is paid
         step.final_obs[counted] = self._observe(counted)
         step.final_seats[counted] = self.seats[counted]
+        step.final_scores[counted] = self.games.scores[counted]
         step.terminated[counted] = True
         step.redeals[games[step.fresh[games]]] += 1
         if (step.redeals > MAX_REDEALS).any():
@@ -393,13 +410,16 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             out[rows[mine]] = actions
 
     def _collect(self, results: BatchResults, step: _Step) -> None:
-        """Add each finished round's value for the learner's side (not in a new episode the
-        learner has not yet seen); mark ended episodes."""
+        """Add each finished round's value for the learner's side: to this step's reward, or,
+        in a new episode the learner has not yet seen, to what its first decision's step pays;
+        mark ended episodes."""
         if not len(results.games):
             return
         g = results.games
         values = results.side_values(self.reward_mode)[np.arange(len(g)), self._side_of[self.seats[g]]]
-        step.rewards[g] += np.where(step.fresh[g], 0.0, values)
+        fresh = step.fresh[g]
+        step.rewards[g] += np.where(fresh, 0.0, values)
+        np.add.at(self._unpaid, g[fresh], values[fresh])
         step.episode_done[g] |= results.episode_over
 
     def _observe(self, games: np.ndarray) -> np.ndarray:

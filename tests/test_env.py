@@ -201,6 +201,24 @@ def test_match_episode_deals_rounds_until_target_and_rewards_each_round():
     assert rounds == len(env.results) > 1
 
 
+def test_each_agent_is_told_each_rounds_result_once_and_a_finished_episode_says_so():
+    """A round's result is in every agent's info until that agent next acts, as its reward is;
+    once every agent is done, legal_actions() is empty and last() asks for a reset."""
+    env = raw_env("standard", episode="match")
+    env.reset(seed=0)
+    told = {a: [] for a in env.possible_agents}
+    for agent in env.agent_iter():
+        obs, _, term, trunc, info = env.last()
+        if "round_result" in info:
+            told[agent].append(info["round_result"]["round"])
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+    rounds = list(range(1, len(env.results) + 1))
+    assert len(rounds) > 1 and all(seen == rounds for seen in told.values())
+    assert env.legal_actions() == []
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.last()
+
+
 def test_win_loss_in_match_mode_only_pays_at_match_end():
     env = raw_env(Rules(target=40), episode="match", reward="win_loss")
     env.reset(seed=4)

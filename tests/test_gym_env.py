@@ -96,6 +96,56 @@ def test_illegal_actions_raise_by_default_or_terminate_with_a_penalty():
     assert not soft.action_masks().any()
     with pytest.raises(RuntimeError, match="episode is over"):
         soft.step(0)
+    # What is not an action id at all is an error in either mode, not an illegal move.
+    for bad, error, message in (
+        (None, TypeError, "an action is an integer"),
+        (2.5, TypeError, "an action is an integer"),
+        (np.array([1]), TypeError, "an action is an integer"),
+        (999, ValueError, "action 999 is out of range 0..56"),
+    ):
+        soft.reset(seed=0)
+        with pytest.raises(error, match=message):
+            soft.step(bad)
+        soft.step(int(np.flatnonzero(soft.action_masks())[0]))  # the episode goes on
+
+
+def _play_out(env, seed, options=None):
+    """A whole episode with random legal moves: the summed reward and the last info."""
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed, options=options)
+    total, done = 0.0, False
+    while not done:
+        _, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        total += reward
+    return total / env.unwrapped.reward_scale, info
+
+
+def test_a_match_pays_every_round_even_one_over_before_the_learners_first_decision():
+    """The episode's rewards add up to the learner's final score margin: a round that ends
+    before the learner has a decision (here a scripted one-tile hand that dominoes at once)
+    is paid with the learner's first step, not dropped."""
+    env = make_env("standard", opponents=["greedy"], episode="match", learner_seat=1)
+    total, info = _play_out(env, 0, {"hands": [[(6, 6)], [(0, 0), (1, 1)]], "leader": 0})
+    assert total == info["scores"][1] - info["scores"][0]
+    env = make_env("tiny", opponents=["random"], episode="match")
+    for seed in range(20):
+        total, info = _play_out(env, seed)
+        side = info["learner_side"]
+        assert total == info["scores"][side] - info["scores"][1 - side], seed
+
+
+def test_a_round_result_is_in_the_info_of_the_step_it_ended_in_only():
+    env = make_env("standard", opponents=["random"], episode="match")
+    rng = np.random.default_rng(0)
+    _, info = env.reset(seed=0)
+    told, done = int("round_result" in info), False  # a round over before the first decision
+    while not done:
+        before = len(env.unwrapped.aec.results)
+        _, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        ended = len(env.unwrapped.aec.results) > before
+        assert ("round_result" in info) == ended
+        told += ended
+    assert told == len(env.unwrapped.aec.results) > 1
 
 
 @pytest.mark.parametrize(
@@ -127,6 +177,17 @@ def test_render_shows_the_table():
     env = make_env(render_mode="ansi")
     env.reset(seed=3)
     assert "Line:" in env.render()
+
+
+def test_render_shows_the_learners_hand_after_the_episode_too():
+    """At the end the seat that moved last may be an opponent: the view stays the learner's."""
+    env = make_env("standard_3p", opponents=["random"], render_mode="ansi", learner_seat=1)
+    env.reset(seed=0)  # player_2 places the last tile
+    done = False
+    while not done:
+        assert "player_1's hand" in env.render()
+        _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert "player_1's hand" in env.render()
 
 
 @pytest.mark.parametrize("kind", ["dummy", "subproc"])

@@ -150,7 +150,6 @@ def test_rllib_config_errors_name_the_key(tmp_path):
         RLlibConfig.load(path)
 
 
-
 def test_rllib_evaluate_opponents_are_checked_before_training(tmp_path):
     """A misspelt or human --evaluate opponent fails before Ray starts or the run folder is made."""
     config = RLlibConfig(rules="tiny", iterations=1)
@@ -158,6 +157,7 @@ def test_rllib_evaluate_opponents_are_checked_before_training(tmp_path):
         with pytest.raises(ValueError, match=message):
             train_rllib(config, tmp_path / "run", evaluate_against=("random", spec), progress=False)
     assert not (tmp_path / "run").exists()
+
 
 # -- faults: killed processes -------------------------------------------------------------------
 

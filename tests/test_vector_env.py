@@ -41,15 +41,42 @@ def test_every_game_steps_exactly_as_the_single_env(preset, reward):
         assert not truncated.any()
         for i, (env, _) in enumerate(mirrors):
             np.testing.assert_array_equal(masks[i], env.action_masks())
-            single_obs, single_reward, single_terminated, _, _ = env.step(int(actions[i]))
+            single_obs, single_reward, single_terminated, _, single_info = env.step(int(actions[i]))
             assert rewards[i] == pytest.approx(single_reward) and terminated[i] == single_terminated
-            if terminated[i]:  # the final observation is kept; the new episode's first returned
+            if terminated[i]:  # the final observation and info are kept; the new episode's first returned
                 np.testing.assert_array_equal(info["final_obs"][i], single_obs)
-                assert info["_final_obs"][i] and info["final_info"]["learner_seat"][i] == env.seat
+                final = info["final_info"]
+                assert info["_final_obs"][i] and final["learner_seat"][i] == env.seat
+                assert list(final["scores"][i]) == single_info["scores"]
+                assert final["learner_side"][i] == single_info["learner_side"]
                 mirrors[i] = mirror(vec, i, **kwargs)
                 episodes += 1
             np.testing.assert_array_equal(obs[i], mirrors[i][1] if terminated[i] else single_obs)
     assert episodes > n
+
+
+def test_a_match_pays_every_round_even_one_over_before_the_learners_first_decision():
+    """Each match's rewards add up to its final score margin (read from the final observation):
+    a round that ends before the learner's first decision of a new match is paid with that
+    decision's step, not dropped, and one dealt again unseen is not paid at all."""
+    from block_env.observations import decode_observation
+
+    vec = BlockDominoesVectorEnv(32, "tiny", episode="match", learner_seat=0)
+    vec.reset(seed=0)
+    rng = np.random.default_rng(0)
+    returns, matches = np.zeros(32), 0
+    no_mask = np.zeros(vec.rules.tile_set.num_actions, dtype=np.int8)
+    for _ in range(600):
+        actions = np.array([rng.choice(np.flatnonzero(row)) for row in vec.action_masks()])
+        _, rewards, terminated, _, info = vec.step(actions)
+        returns += rewards
+        for game in np.flatnonzero(terminated):
+            scores = decode_observation({"observation": info["final_obs"][game], "action_mask": no_mask}, vec.rules)[
+                "scores"
+            ]
+            assert returns[game] == scores[0] - scores[1], game
+            returns[game], matches = 0.0, matches + 1
+    assert matches > 100
 
 
 def test_make_vec_builds_it_with_spaces_autoreset_mode_and_masks():
@@ -144,6 +171,8 @@ def test_illegal_action_terminate_ends_only_that_game():
 def test_bad_options_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_vector_env(2, "standard", **kwargs)
+    with pytest.raises(ValueError, match="num_envs must be an int >= 1, got 0"):
+        make_vector_env(0, "standard")
 
 
 @pytest.mark.parametrize("preset", ["standard", "standard_3p", "partnership"])
@@ -207,6 +236,8 @@ def test_sb3_vec_env_serves_maskable_ppo_with_one_mask_call(monkeypatch):
     obs, rewards, dones, infos = venv.step(get_action_masks(venv).argmax(axis=1))
     for i in np.flatnonzero(dones):
         assert infos[i]["terminal_observation"].shape == obs[i].shape
+    with pytest.raises(ValueError, match="actions must be integers"):  # not truncated to ids
+        venv.step(get_action_masks(venv).argmax(axis=1) + 0.9)
 
 
 def test_sharded_vec_env_is_its_shards_side_by_side():

@@ -76,7 +76,9 @@ def solve(
     for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
         name, options = parse_spec(spec)
         if name == "human":
-            raise ValueError("a solve's agents cannot be 'human': each is asked for its policy at every information state")
+            raise ValueError(
+                "a solve's agents cannot be 'human': each is asked for its policy at every information state"
+            )
         if name == "solved" and Path(options["path"]).resolve() in {folder.resolve(), (folder / POLICY_FILE).resolve()}:
             continue  # the policy this solve writes
         make_agent(spec, resolved)
