@@ -1,7 +1,8 @@
 """The evaluation arena: agents meet on duplicate deals, with 95% confidence intervals.
 
-Every deal is replayed with the agents rotated through all seats of each table, so the luck
-of the deal cancels. Confidence intervals treat deals as the independent units: each agent's
+Every deal is replayed with the agents rotated through all seats of each table, so each agent
+holds each hand once and the luck of the cards cancels (the rotations keep the order around
+the table: at 3-4 seats who plays after whom stays fixed). Confidence intervals treat deals as the independent units: each agent's
 outcomes are averaged within a deal (over its seats, rotations and rounds), then the mean over
 deals gets a normal 95% interval (1.96 standard errors).
 

@@ -31,7 +31,7 @@ def head_to_head(
     out: Path | None = None,
     progress: bool = False,
 ) -> Estimate:
-    """``agent``'s points minus ``opponent``'s per round (or match) over duplicate deals of
+    """``agent``'s points minus ``opponent``'s per round (match episodes too) over duplicate deals of
     ``seed``, with its 95% interval: ``deals`` of them, then, while the interval is wider than
     +-``halfwidth``, the further deals its width says are needed (10% spare; at most
     ``max_deals``). The deal seeds of a shorter run are the first of a longer one's, so only the
