@@ -295,7 +295,10 @@ def _rating_cells(a: AgentReport) -> list[float | str]:
     return [round(a.rating, 4), round(a.rating_mu, 4), round(a.rating_sigma, 4)]
 
 
-def _triple(e: Estimate) -> list[float]:
+def _triple(e: Estimate) -> list[float | str]:
+    """Mean, low and high; empty low and high cells from one deal, which gives no interval."""
+    if e.n < 2:
+        return [round(e.mean, 6), "", ""]
     return [round(e.mean, 6), round(e.low, 6), round(e.high, 6)]
 
 

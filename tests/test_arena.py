@@ -138,6 +138,11 @@ def test_arena_is_seeded_and_parallel_runs_agree(tmp_path):
     assert {r["agent"] for r in rows} == {"random", "greedy"}
     assert json.loads(paths["json"].read_text())["config"]["deals"] == 4
     assert "| `greedy` |" in paths["markdown"].read_text()
+    assert all(r["net_low"] and r["net_high"] for r in rows)
+    # From one deal there is no interval: its cells stay empty rather than read as no spread.
+    one = ArenaConfig(agents=("random", "greedy"), deals=1, seed=3, workers=1)
+    rows = list(csv.DictReader(write_outputs(summarize(one, run_arena(one)), tmp_path / "one")["csv"].open()))
+    assert all(r["net_per_round"] and not r["net_low"] and not r["net_high"] for r in rows)
 
 
 def _blas_threads() -> int:
