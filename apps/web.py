@@ -333,7 +333,8 @@ class WebGame:
             "events": events or [],
             "over": self.over,
             "paused": self.paused,
-            "seed": self.seed,
+            # The deal and the opponents' moves follow from the seed: told once nothing is hidden.
+            "seed": self.seed if self.over else None,
             "stalled": self.stalled,
             "replaced": self.replaced,
         }
