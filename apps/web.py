@@ -91,6 +91,9 @@ PRUNE_SECONDS = 600
 REPLAYS_PER_PAGE = 25
 #: The 409 answer when a save finds that another request (perhaps another worker) saved the game first.
 CHANGED_MEANWHILE = "another request changed this game meanwhile: reload it to see where it stands"
+#: A change asked for while another request plays the game (a double submit): refused at
+#: once, so that it neither waits on an agent thread nor plays a position its sender never saw.
+PLAYING_NOW = "another request is playing this game now: reload it once that is done"
 #: The largest request body read, in bytes (a replay of a long match fits; 413 beyond it).
 MAX_BODY_BYTES = 256 * 1024
 #: What a web request may ask of an agent: every option that sets an agent's work is bounded.
@@ -453,8 +456,9 @@ class Games:
         self._keep(game)
         return game
 
-    def get(self, game_id: str) -> WebGame:
-        """The game as its row says now (404 if there is none)."""
+    def get(self, game_id: str, to_change: bool = False) -> WebGame:
+        """The game as its row says now (404 if there is none). ``to_change``: for a request
+        that will play it, which is refused (409) while another request plays it."""
         stored = self.store.load(game_id)
         if stored is None:
             raise BadRequest(f"no game with id {game_id!r} (it may have been pruned)", 404)
@@ -463,9 +467,13 @@ class Games:
             if game is not None:
                 self._games.move_to_end(game_id)
         if game is not None:
-            with game.lock:
+            if not game.lock.acquire(blocking=not to_change):
+                raise BadRequest(PLAYING_NOW, 409)
+            try:
                 if not game.discarded and (game.version >= stored.version or game.catch_up(stored)):
                     return game
+            finally:
+                game.lock.release()
         game = WebGame.restore(stored)
         self._keep(game)
         return game
@@ -746,9 +754,9 @@ def _games(request: Request) -> Games:
     return request.app.state.games
 
 
-def _game(request: Request) -> WebGame:
+def _game(request: Request, to_change: bool = False) -> WebGame:
     """The request's game, read from the store (blocking: call it on a thread)."""
-    return _games(request).get(request.path_params["game_id"])
+    return _games(request).get(request.path_params["game_id"], to_change)
 
 
 async def _load(request: Request) -> WebGame:
@@ -774,7 +782,9 @@ def _change(request: Request, game: WebGame, play: Callable[[], list[dict[str, A
     """Under the game's lock: ``play`` (which refuses with BadRequest before changing anything),
     then the game saved, then its view with the events. A game left half-changed by anything
     else is built again from the store by the next request."""
-    with game.lock:
+    if not game.lock.acquire(blocking=False):
+        raise BadRequest(PLAYING_NOW, 409)
+    try:
         if game.discarded:
             raise BadRequest(CHANGED_MEANWHILE, 409)
         try:
@@ -786,6 +796,8 @@ def _change(request: Request, game: WebGame, play: Callable[[], list[dict[str, A
             game.discarded = True
             raise
         return game.view(events)
+    finally:
+        game.lock.release()
 
 
 def _address(request: Request) -> str:
@@ -840,7 +852,7 @@ async def move(request: Request) -> JSONResponse:
         raise BadRequest("the body needs 'action' (an action id from the view's moves)")
 
     def play() -> dict[str, Any]:
-        game = _game(request)
+        game = _game(request, to_change=True)
         action = _int(body, "action", None, 0, game.rules.tile_set.num_actions - 1)
         assert action is not None
 
@@ -865,7 +877,7 @@ async def next_round(request: Request) -> JSONResponse:
     """``POST /api/games/{id}/next``: after a round of a match, deal the next."""
 
     def deal() -> dict[str, Any]:
-        game = _game(request)
+        game = _game(request, to_change=True)
 
         def next_deal() -> list[dict[str, Any]]:
             if game.stalled is not None:
@@ -897,7 +909,7 @@ async def resume(request: Request) -> JSONResponse:
         raise BadRequest(f"'fallback' must be true or false, got {fallback!r}")
 
     def go_on() -> dict[str, Any]:
-        game = _game(request)
+        game = _game(request, to_change=True)
         return _change(request, game, lambda: game.resume(_budget(request), fallback))
 
     return JSONResponse(await _on_agent_threads(request, go_on))
@@ -1035,14 +1047,17 @@ async def _coach(request: Request, advice: Callable[[WebGame], dict[str, Any]]) 
     game = await _load(request)
 
     def work() -> dict[str, Any]:
-        with game.lock:
-            try:
-                # timed like an opponent's move: advice holds the game and an agent thread
-                return _budget(request).run(lambda: advice(game))
-            except ValueError as e:
-                raise BadRequest(str(e), 409) from None
-            except OverBudget as e:
-                raise BadRequest(f"the coach's advice: {e}; try again later", 503) from None
+        if not game.lock.acquire(blocking=False):  # not an agent thread held waiting for it
+            raise BadRequest(PLAYING_NOW, 409)
+        try:
+            # timed like an opponent's move: advice holds the game and an agent thread
+            return _budget(request).run(lambda: advice(game))
+        except ValueError as e:
+            raise BadRequest(str(e), 409) from None
+        except OverBudget as e:
+            raise BadRequest(f"the coach's advice: {e}; try again later", 503) from None
+        finally:
+            game.lock.release()
 
     return JSONResponse(await _on_agent_threads(request, work))
 

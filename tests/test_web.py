@@ -6,6 +6,7 @@ import json
 import threading
 import time
 
+import numpy as np
 import pytest
 
 pytest.importorskip("starlette")
@@ -513,6 +514,37 @@ def test_two_requests_racing_for_one_move_play_it_once():
     after = next(a for a in answers if a.status_code == 200).json()
     record = [e for e in after["events"] if e.get("seat") == view["seat"] and e.get("action") == action]
     assert len(record) == 1 and len(after["line"]) > placed_before
+
+
+class Slow(Agent):
+    """A greedy-free opponent that takes half a second over its move (its first legal one)."""
+
+    name = "slow"
+
+    def act(self, obs):
+        time.sleep(0.5)
+        return int(np.flatnonzero(obs["action_mask"])[0])
+
+
+def test_a_second_move_sent_while_an_opponent_thinks_is_refused_not_played_on_an_unseen_position(monkeypatch):
+    """A double submit of two different moves: the first is played with the opponent's reply;
+    the second, sent while the opponent thinks, is refused at once (409) instead of waiting and
+    then being played on a position its sender never saw."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    client = _client_with(monkeypatch, Slow)
+    view = _game_where_the_person_moves_first(client, "slow")
+    first, second = [t["moves"][0]["action"] for t in view["hand"] if t["moves"]][:2]  # two tiles
+    second_tile = tile_of(view, second)
+    url = f"/api/games/{view['id']}"
+    with ThreadPoolExecutor(3) as pool:
+        answer = pool.submit(client.post, f"{url}/move", json={"action": first})
+        time.sleep(0.2)  # the opponent is thinking now
+        late = pool.submit(client.post, f"{url}/move", json={"action": second})
+        assert late.result().status_code == 409 and "playing this game now" in late.result().json()["error"]
+        assert not answer.done()  # refused without waiting for the first
+        assert answer.result().status_code == 200
+    assert second_tile in [t["tile"] for t in client.get(url).json()["hand"]]  # never played
 
 
 def test_serves_apps_compile_the_search_kernels_in_the_background_at_start(tmp_path, monkeypatch):
