@@ -281,6 +281,8 @@ class Store:
                 )
 
     def load(self, game_id: str) -> StoredGame | None:
+        if "\x00" in game_id:  # no such id; PostgreSQL refuses NUL in text outright
+            return None
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(games.c.id, games.c.settings, games.c.state, games.c.version, games.c.finished).where(
@@ -332,6 +334,8 @@ class Store:
 
     def replay(self, game_id: str) -> dict[str, Any] | None:
         """A finished game's replay (None when there is no such finished game)."""
+        if "\x00" in game_id:  # as in load
+            return None
         with self.engine.connect() as conn:
             text = conn.execute(
                 select(games.c.replay).where(and_(games.c.id == game_id, games.c.finished.is_not(None)))

@@ -540,7 +540,10 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
         raise BadRequest("the body must be JSON") from None
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
-    where = _text_not_unicode(body, "the body")
+    try:
+        where = _text_not_unicode(body, "the body")
+    except RecursionError:  # json.loads took it, but the check goes deeper per level
+        raise BadRequest("the body's JSON is nested too deeply") from None
     if where is not None:  # JSON's \ud800 escapes decode to lone surrogates, which no answer could echo back
         raise BadRequest(f"{where} holds text that is not valid Unicode (a lone surrogate escape)")
     unknown = sorted(set(body) - allowed)

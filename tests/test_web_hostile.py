@@ -102,6 +102,8 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(monkeypatch):
     "raw, message",
     [
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        # shallow enough for json.loads, too deep for the check of its text
+        (b'{"seed": ' + b"[" * 600 + b"]" * 600 + b"}", "nested too deeply"),
         (b'{"seed": "\xff\xfe"}', "UTF-8"),
         (b"{", "must be JSON"),
         (b'{"opponents": ["\\ud800"]}', "not valid Unicode"),

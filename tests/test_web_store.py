@@ -118,6 +118,8 @@ def test_a_save_from_a_stale_read_is_refused(store_url):
     with pytest.raises(Conflict):
         store.save("g", 0, {"moves": [2]})
     assert store.load("g").state == {"moves": [1]}
+    # An id no game can have (a NUL, which PostgreSQL refuses in text) is simply not there.
+    assert store.load("g\x00") is None and store.replay("g\x00") is None
 
 
 def test_finished_games_are_listed_newest_first_with_their_replays(store_url, monkeypatch):
