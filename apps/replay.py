@@ -99,6 +99,11 @@ def explain(result: RoundResult) -> dict[str, Any]:
     return {**values, "why": why}
 
 
+#: The most moves a replay may hold in all: each frame repeats the line, so the frames grow as
+#: the square of a round's moves (a long double-twelve match holds a few thousand).
+MAX_REPLAY_MOVES = 5_000
+
+
 def replay(values: object) -> dict[str, Any]:
     """Every frame of every round of a replay (see the module docstring), checked."""
     if not isinstance(values, dict):
@@ -110,6 +115,9 @@ def replay(values: object) -> dict[str, Any]:
     rounds = values.get("rounds")
     if not isinstance(rounds, list) or not rounds:
         raise ValueError("a replay's 'rounds' must be a non-empty list of round records")
+    moves = sum(len(r["moves"]) for r in rounds if isinstance(r, dict) and isinstance(r.get("moves"), list))
+    if moves > MAX_REPLAY_MOVES:
+        raise ValueError(f"a replay holds at most {MAX_REPLAY_MOVES:,} moves in all, got {moves:,}")
     out = []
     for number, record in enumerate(rounds):
         try:

@@ -139,6 +139,10 @@ def test_replays_are_checked_move_by_move(client):
     assert response.status_code == 422 and "round 1: move 0" in response.json()["error"]
     response = client.post("/api/replay", json={"replay": {**record, "rules": {"max_pips": 6}}})
     assert response.status_code == 422 and "unknown Rules field(s): max_pips" in response.json()["error"]
+    # Its frames grow as the square of its moves: a replay of too many is refused before any is played.
+    flood = {**record, "rounds": record["rounds"] * (5_000 // len(record["rounds"][0]["moves"]) + 1)}
+    response = client.post("/api/replay", json={"replay": flood})
+    assert response.status_code == 422 and "a replay holds at most 5,000 moves in all" in response.json()["error"]
 
 
 def test_a_game_in_play_replays_only_its_finished_rounds(client):
