@@ -1222,6 +1222,19 @@ def test_a_held_out_share_measures_the_fit_and_the_pass_that_did_best_on_it_is_k
     assert stats["kept_epoch"] < 40 and losses[-1] > stats["held_out_loss"] == min(losses)
     assert stats["held_out_target_entropy"] <= stats["held_out_loss"]
     assert policy_figures(model.policy, held_out, 64)["loss"] == pytest.approx(stats["held_out_loss"], rel=1e-5)
+    # Steps so large that no pass helps: the policy goes back to its start, while the value
+    # head, which the held-out loss does not measure, keeps its last pass's fit.
+    import torch
+
+    before = {name: t.clone() for name, t in model.policy.state_dict().items()}
+    arrays = (few["observations"], few["masks"], imitation_targets(few, config), few["returns"])
+    stats = fit_policy(model, *arrays, epochs=2, batch_size=16, learning_rate=5.0, seed=0, held_out=held_out)
+    after = model.policy.state_dict()
+    critic = [name for name in after if name.startswith(("mlp_extractor.value_net.", "value_net."))]
+    actor = [name for name in after if name.startswith(("mlp_extractor.policy_net.", "action_net."))]
+    assert stats["kept_epoch"] == 0 and critic and actor
+    assert all(torch.equal(after[name], before[name]) for name in actor)
+    assert all(not torch.equal(after[name], before[name]) for name in critic)
 
     values["pretrain"]["holdout"] = 0.001
     with pytest.raises(

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from block_env.agents.policy import policy_shape, save_agent
+from block_env.agents.policy import ACTOR_KEYS, policy_shape, save_agent
 from block_env.files import save_atomically
 from block_env.observations import Layout
 from block_env.seeding import derive_seed
@@ -354,9 +354,9 @@ def fit_policy(
     searched value of its choices, when they hold move values: :func:`policy_figures`) are
     measured before fitting and after every pass (``held_out_by_epoch``, the start first, each
     with its ``fitted_agreement``: how often it chose the targets' best move on the decisions
-    it fits, before fitting for the start and during the pass for each pass), and the whole
-    network (policy and value head) of the pass with the lowest held-out loss is the one kept
-    (``kept_epoch``; 0: the start, no pass helped), with its ``held_out_loss``,
+    it fits, before fitting for the start and during the pass for each pass), and the policy of
+    the pass with the lowest held-out loss is the one kept (``kept_epoch``; 0: the start, no
+    pass helped; the value head, which that loss does not measure, keeps its last pass), with its ``held_out_loss``,
     ``held_out_agreement`` (and ``held_out_value``); ``held_out_target_entropy`` is the least loss any policy could
     reach there. A fit that starts to learn its labels' noise is stopped where it did best on
     decisions it did not see. ``accuracy`` and the losses stay those of the last pass.
@@ -395,7 +395,10 @@ def fit_policy(
         figures = policy_figures(policy, held_out, batch_size, belief_head, other_seats)
         by_epoch.append(figures | {"fitted_agreement": fitted_agreement})
         if epoch == 0 or figures["loss"] < by_epoch[kept_epoch]["loss"]:
-            kept_epoch, kept = epoch, {name: tensor.clone() for name, tensor in policy.state_dict().items()}
+            # The policy's layers only: the held-out loss measures them, not the value head,
+            # which keeps its last pass (a kept start would otherwise undo every value fit).
+            kept_epoch = epoch
+            kept = {name: t.clone() for name, t in policy.state_dict().items() if name.startswith(ACTOR_KEYS)}
 
     if held_out is not None:
         measure_held_out(0, agreement)  # the start, kept if no pass helps
@@ -432,7 +435,7 @@ def fit_policy(
             measure_held_out(epoch, stats["accuracy"])
     policy.set_training_mode(False)
     if held_out is not None:
-        policy.load_state_dict(kept)
+        policy.load_state_dict(kept, strict=False)
         stats |= {
             "held_out_decisions": len(held_out.targets),
             "held_out_by_epoch": by_epoch,
