@@ -94,6 +94,10 @@ def test_shipped_configs_are_valid():
             r"pretrain\.earlier_decisions must be a list",
         ),
         ({"pretrain": {"earlier_decisions": [" "]}}, r"pretrain\.earlier_decisions: an empty path"),
+        (
+            {"pretrain": {"earlier_decisions": ["run/a.npz", "run/../run/a.npz"]}},
+            r"pretrain\.earlier_decisions names .*run/a\.npz more than once",
+        ),
         ({"pretrain": {"holdout": -0.1}}, r"pretrain\.holdout must be a finite number >= 0\.0"),
         ({"pretrain": {"holdout": 1}}, r"pretrain\.holdout must be below 1"),
         ({"pretrain": {"belief_weight": -1}}, r"pretrain\.belief_weight must be a finite number >= 0\.0"),

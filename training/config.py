@@ -323,6 +323,10 @@ class PretrainConfig:
             _unattended_spec("pretrain.teacher", self.teacher)
         if not all(path.strip() for path in self.earlier_decisions):
             raise ValueError(f"pretrain.earlier_decisions: an empty path in {list(self.earlier_decisions)!r}")
+        resolved = [Path(path).resolve() for path in self.earlier_decisions]
+        twice = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+        if twice:  # fitted twice, its held-out games in the fit too
+            raise ValueError(f"pretrain.earlier_decisions names {', '.join(twice)} more than once")
         if self.earlier_decisions:
             if self.teacher is None:
                 raise ValueError(
@@ -574,7 +578,7 @@ class TrainConfig:
         for name, spec in self.pretrain.named_specs():
             if spec is not None and PRIOR_PLACEHOLDER not in spec:
                 specs.append((name, spec))
-            elif spec is not None:
+            elif spec is not None and spec != PRIOR_PLACEHOLDER:  # the prior itself: a network
                 try:
                     check_option_names(spec)
                 except ValueError as e:
