@@ -11,9 +11,8 @@ import json
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
-
 import tomllib
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from package_tree import ROOT, assemble  # noqa: E402
