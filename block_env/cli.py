@@ -301,14 +301,26 @@ def cmd_main(args: argparse.Namespace) -> int:
     """Train with the config, then run the arena against the baselines and print the table."""
     from block_env.arena import markdown
     from block_env.training.config import load_config
-    from block_env.training.main_job import phase_times, run_main_job
+    from block_env.training.main_job import final_arena_command, phase_times, run_main_job
+    from block_env.training.train import RunPaths
 
     config = _teacher_games_on(load_config(args.config, _train_overrides(args), args.settings), args.ray)
     out = _output_folder(args.out)
-    result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
+    arena = final_arena_command(config, out, args.workers)
+    then = f"; then the final arena: {arena}" if arena is not None else ""
+    try:
+        result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
+    except KeyboardInterrupt:  # in the prior, the warm start or the arena (PPO itself stops at a checkpoint)
+        if (out / "arena").is_dir() and arena is not None:
+            print(f"interrupted in the final arena: continue it with {arena} --resume")
+        elif RunPaths(out).resumable():
+            print(_resume_hint(out) + then)
+        else:
+            print(f"interrupted before PPO's first checkpoint: nothing in {out} can be continued; start again")
+        return 130
     summary = result.training
     if result.report is None:
-        print(_resume_hint(out))
+        print(_resume_hint(out) + then)
         return 130
     print(f"trained {summary['timesteps']} steps in {summary['seconds']} s ({summary['steps_per_second']} env steps/s)")
     print(f"time per phase: {phase_times(summary['phases'])}")

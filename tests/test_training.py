@@ -195,7 +195,7 @@ def test_an_interrupted_main_job_says_how_to_resume_from_the_run_folders_config(
     monkeypatch.setattr(main_job, "run_main_job", lambda *args, **kwargs: SimpleNamespace(training={}, report=None))
     run = tmp_path / "my run"
     assert main(["main", "--config", str(TINY), "--out", str(run), "--set", "seed=3", "--quiet"]) == 130
-    hint = capsys.readouterr().out.strip()
+    hint, arena = capsys.readouterr().out.strip().split("; then the final arena: ")
     assert shlex.split(hint)[-7:] == [
         "train",
         "--config",
@@ -205,6 +205,25 @@ def test_an_interrupted_main_job_says_how_to_resume_from_the_run_folders_config(
         "--resume",
         "latest",
     ]
+    # The arena the job would have run: the same agents, deals and seed as final_arena's.
+    from block_env.cli import build_parser
+
+    args = build_parser().parse_args(shlex.split(arena)[1:])
+    expected = main_job.final_arena(load_config(TINY, settings=["seed=3"]), run, 1)
+    assert (tuple(args.agents), args.deals, args.seed, args.out) == (
+        expected.agents,
+        expected.deals,
+        expected.seed,
+        str(run / "arena"),
+    )
+
+    # Stopped before PPO's first checkpoint (in the warm start): one line, no traceback.
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main_job, "run_main_job", interrupted)
+    assert main(["main", "--config", str(TINY), "--out", str(tmp_path / "other"), "--quiet"]) == 130
+    assert "interrupted before PPO's first checkpoint" in capsys.readouterr().out
 
 
 def test_yaml_config_errors_come_from_the_file(tmp_path):

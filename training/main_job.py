@@ -9,6 +9,7 @@ training-time evaluations never saw.
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,17 @@ def final_arena(config: TrainConfig, out: Path, workers: int) -> ArenaConfig:
         seed=derive_seed(config.seed, "final_arena"),  # deals the training-time evaluations never saw
         workers=workers,
     )
+
+
+def final_arena_command(config: TrainConfig, out: Path, workers: int) -> str | None:
+    """The ``block-dominoes eval`` command line of :func:`final_arena` (``--resume`` continues
+    one that was stopped), or None for rules that are not a preset name."""
+    if not isinstance(config.rules, str):
+        return None
+    arena = final_arena(config, out, workers)
+    words = ["block-dominoes", "eval", "--agents", *arena.agents, "--rules", config.rules]
+    words += ["--episode", arena.episode, "--deals", str(arena.deals), "--seed", str(arena.seed)]
+    return shlex.join([*words, "--workers", str(workers), "--out", str(out / "arena")])
 
 
 def run_main_job(config: TrainConfig, out: Path, *, workers: int = 1, progress: bool = True) -> MainJobResult:
