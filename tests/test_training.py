@@ -1309,7 +1309,9 @@ def test_a_new_run_into_a_folder_that_holds_a_run_is_refused_and_the_run_is_left
     error = capsys.readouterr().err
     assert exit_.value.code == 2
     assert f"{tiny_run} is not empty (best, checkpoints, config.yaml, final, final.zip, latest and " in error
-    assert "--resume latest" in error
+    # The run has all its steps: continuing it needs a larger total as well.
+    steps = json.loads((tiny_run / "training.json").read_text())["timesteps"]
+    assert f"past its {steps} steps with train's --resume latest and a larger --total-timesteps" in error
     assert {path: path.read_bytes() for path in tiny_run.rglob("*") if path.is_file()} == before
 
 

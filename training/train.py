@@ -1125,9 +1125,17 @@ def train(
             shown = ", ".join(earlier[:6]) + (f" and {len(earlier) - 6} more" if len(earlier) > 6 else "")
             advice = "choose another --out"
             if paths.resumable():
-                advice += " (or continue that run's PPO with train's --resume latest)"
+                steps = int(latest_checkpoint(paths.root).stem.split("_")[1])
+                advice += (
+                    f" (or continue that run's PPO past its {steps} steps with train's --resume latest"
+                    + ("" if steps < config.total_timesteps else " and a larger --total-timesteps")
+                    + ")"
+                )
             elif paths.teacher_decisions.exists():
-                advice += f" (its teacher decisions can be fitted again: pretrain.earlier_decisions: [{paths.teacher_decisions}])"
+                advice += (
+                    " (its teacher decisions can be fitted again without their games: pretrain.decisions: 0, "
+                    f"pretrain.earlier_decisions: [{paths.teacher_decisions}])"
+                )
             raise ValueError(f"{paths.root} is not empty ({shown}): a new run would mix with or overwrite it; {advice}")
         for path in config.pretrain.earlier_decisions:
             check_decisions(path, config)
