@@ -182,6 +182,9 @@ class WebGame:
     version: int = 0  # the store's version this state is (or was saved as)
     discarded: bool = False  # a save found the game changed meanwhile: build it again from the store
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Held by the one request that plays the game (a move, /next, /resume): another such request
+    # meanwhile is refused at once, while readers and the coach wait on ``lock`` as before.
+    playing: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def restore(cls, stored: StoredGame) -> WebGame:
@@ -467,13 +470,11 @@ class Games:
             if game is not None:
                 self._games.move_to_end(game_id)
         if game is not None:
-            if not game.lock.acquire(blocking=not to_change):
+            if to_change and game.playing.locked():
                 raise BadRequest(PLAYING_NOW, 409)
-            try:
+            with game.lock:
                 if not game.discarded and (game.version >= stored.version or game.catch_up(stored)):
                     return game
-            finally:
-                game.lock.release()
         game = WebGame.restore(stored)
         self._keep(game)
         return game
@@ -785,22 +786,23 @@ def _change(request: Request, game: WebGame, play: Callable[[], list[dict[str, A
     """Under the game's lock: ``play`` (which refuses with BadRequest before changing anything),
     then the game saved, then its view with the events. A game left half-changed by anything
     else is built again from the store by the next request."""
-    if not game.lock.acquire(blocking=False):
+    if not game.playing.acquire(blocking=False):
         raise BadRequest(PLAYING_NOW, 409)
     try:
-        if game.discarded:
-            raise BadRequest(CHANGED_MEANWHILE, 409)
-        try:
-            events = play()
-            _games(request).save(game)
-        except BadRequest:
-            raise
-        except BaseException:
-            game.discarded = True
-            raise
-        return game.view(events)
+        with game.lock:  # a hint being worked out, or a read, finishes first
+            if game.discarded:
+                raise BadRequest(CHANGED_MEANWHILE, 409)
+            try:
+                events = play()
+                _games(request).save(game)
+            except BadRequest:
+                raise
+            except BaseException:
+                game.discarded = True
+                raise
+            return game.view(events)
     finally:
-        game.lock.release()
+        game.playing.release()
 
 
 def _address(request: Request) -> str:
@@ -1050,17 +1052,16 @@ async def _coach(request: Request, advice: Callable[[WebGame], dict[str, Any]]) 
     game = await _load(request)
 
     def work() -> dict[str, Any]:
-        if not game.lock.acquire(blocking=False):  # not an agent thread held waiting for it
+        if game.playing.locked():  # not an agent thread held waiting for a move to be played
             raise BadRequest(PLAYING_NOW, 409)
-        try:
-            # timed like an opponent's move: advice holds the game and an agent thread
-            return _budget(request).run(lambda: advice(game))
-        except ValueError as e:
-            raise BadRequest(str(e), 409) from None
-        except OverBudget as e:
-            raise BadRequest(f"the coach's advice: {e}; try again later", 503) from None
-        finally:
-            game.lock.release()
+        with game.lock:
+            try:
+                # timed like an opponent's move: advice holds the game and an agent thread
+                return _budget(request).run(lambda: advice(game))
+            except ValueError as e:
+                raise BadRequest(str(e), 409) from None
+            except OverBudget as e:
+                raise BadRequest(f"the coach's advice: {e}; try again later", 503) from None
 
     return JSONResponse(await _on_agent_threads(request, work))
 

@@ -551,6 +551,28 @@ def test_a_second_move_sent_while_an_opponent_thinks_is_refused_not_played_on_an
     assert second_tile in [t["tile"] for t in client.get(url).json()["hand"]]  # never played
 
 
+def test_a_move_sent_while_the_coach_works_waits_for_it_and_is_played(monkeypatch):
+    """The coach reads the game, it does not play it: a move sent meanwhile waits and plays."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from block_env.apps import web
+
+    def slow_hint(env, preset, seat):
+        time.sleep(0.5)
+        return {"moves": []}
+
+    monkeypatch.setattr(web.coach, "hint", slow_hint)
+    client = _client_with(monkeypatch, Slow)
+    view = _game_where_the_person_moves_first(client, "greedy")
+    url = f"/api/games/{view['id']}"
+    with ThreadPoolExecutor(2) as pool:
+        hint = pool.submit(client.get, f"{url}/hint")
+        time.sleep(0.2)  # the coach is working now
+        played = client.post(f"{url}/move", json={"action": first_move(view)})
+        assert hint.result().status_code == 200
+    assert played.status_code == 200 and played.json()["events"]
+
+
 def test_serves_apps_compile_the_search_kernels_in_the_background_at_start(tmp_path, monkeypatch):
     from block_env.apps import web
     from block_env.apps.store import sqlite_url
