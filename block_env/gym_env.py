@@ -40,10 +40,11 @@ class BlockDominoesEnv(gymnasium.Env):
     ## Starting State
     A fresh deal; the learner sits at ``learner_seat`` (or a seat drawn per episode when
     None); each other seat gets an opponent drawn from ``opponents``. Opponents move until
-    it is the learner's turn. A deal whose round ends before the learner's first decision
-    (its moves all forced, or opponents who go out first) is dealt again, with a new seat
-    and opponents; a scripted deal (``reset(options={"hands": ...})``) is played again
-    from its start. After 100 such deals in a row reset raises ValueError.
+    it is the learner's turn. An episode that ends before the learner's first decision (its
+    moves all forced, or opponents who go out first) is dealt again, with a new seat and
+    opponents; a scripted deal (``reset(options={"hands": ...})``) is played again from its
+    start. After 100 such deals in a row reset raises ValueError. In a match, a round that
+    ends before the learner's first decision is paid with the learner's first step.
 
     ## Rewards
     The AEC env's reward mode (``reward``: "zero_sum", "points" or "win_loss") for the

@@ -58,7 +58,7 @@ def test_every_game_steps_exactly_as_the_single_env(preset, reward):
 def test_a_match_pays_every_round_even_one_over_before_the_learners_first_decision():
     """Each match's rewards add up to its final score margin (read from the final observation):
     a round that ends before the learner's first decision of a new match is paid with that
-    decision's step, not dropped, and one dealt again unseen is not paid at all."""
+    decision's step, not dropped."""
     from block_env.observations import decode_observation
 
     vec = BlockDominoesVectorEnv(32, "tiny", episode="match", learner_seat=0)

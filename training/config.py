@@ -228,9 +228,9 @@ class PretrainConfig:
     holdout: float = 0.0
     """Share of the decisions kept out of the fit to measure it (the last games saved of each
     set: this run's and each earlier one's): the held-out loss and agreement are reported
-    before fitting and after every pass, and the whole network (policy and value head) of the
-    pass with the lowest held-out loss is kept (the start, when no pass lowers it). 0: every
-    decision fitted, the last pass kept."""
+    before fitting and after every pass, and the policy of the pass with the lowest held-out
+    loss is kept (the start, when no pass lowers it; the value head, which that loss does not
+    measure, keeps its last pass). 0: every decision fitted, the last pass kept."""
     hand_at_most: int | None = None
     """Fit the teacher's targets only at the decisions where the deciding seat holds this many
     tiles (2 or more) or fewer; at the others the targets are the warm start's own move
