@@ -165,7 +165,15 @@ def make_agent(spec: str, rules: Rules | str | None, seed: int | None = None, ob
 def check_option_names(spec: str) -> None:
     """ValueError naming an option ``spec`` gives that its agent does not take: the check a spec
     can have before a file it names exists (a ``{prior}`` that a training stage has yet to
-    make). Trained, solved and OpenSpiel agents' options are checked when they are built."""
+    make). Trained, solved and OpenSpiel agents' options are checked when they are built.
+
+    Examples:
+        >>> check_option_names("search:prior={prior},worlds=32")
+        >>> check_option_names("search:prior={prior},wrlds=32")
+        Traceback (most recent call last):
+        ...
+        ValueError: bad options for agent 'search' in 'search:prior={prior},wrlds=32': got an unexpected keyword argument 'wrlds'
+    """
     name, kwargs = parse_spec(spec)
     if name in ("policy", "solved", OPENSPIEL):
         return

@@ -311,12 +311,19 @@ def cmd_main(args: argparse.Namespace) -> int:
     try:
         result = run_main_job(config, out, workers=args.workers, progress=not args.quiet)
     except KeyboardInterrupt:  # in the prior, the warm start or the arena (PPO itself stops at a checkpoint)
-        if (out / "arena").is_dir() and arena is not None:
-            print(f"interrupted in the final arena: continue it with {arena} --resume")
-        elif RunPaths(out).resumable():
+        paths = RunPaths(out)
+        if (out / "arena").is_dir():
+            again = f"{arena} --resume" if arena is not None else "block_env.training.main_job.final_arena's arena"
+            print(f"interrupted in the final arena: continue it with {again}")
+        elif paths.resumable():
             print(_resume_hint(out) + then)
+        elif paths.teacher_decisions.exists():
+            print(
+                f"interrupted in the warm start's fit: its teacher decisions are kept; fit them again into a new --out "
+                f"with --set pretrain.decisions=0 --set 'pretrain.earlier_decisions=[{paths.teacher_decisions}]'"
+            )
         else:
-            print(f"interrupted before PPO's first checkpoint: nothing in {out} can be continued; start again")
+            print(f"interrupted before the teacher's decisions were all gathered: nothing in {out} can be continued")
         return 130
     summary = result.training
     if result.report is None:

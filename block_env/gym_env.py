@@ -163,12 +163,16 @@ class BlockDominoesEnv(gymnasium.Env):
             raise RuntimeError("the episode is over; call reset()")
         agent = self.aec.possible_agents[self.seat]
         rounds = len(self.aec.results)
-        # Not an action at all (a float, None, an id out of range): an error in every mode.
-        act = as_action(action, self.action_space.n)
         try:
-            self.aec.step(act)
-        except ValueError:  # an action id the rules do not allow here
-            if self.illegal_action == "raise":
+            as_action(action, self.rules.tile_set.num_actions)
+            an_action_id = True
+        except (TypeError, ValueError):
+            an_action_id = False
+        try:
+            self.aec.step(action)  # its errors name the legal actions
+        except (TypeError, ValueError):
+            # Not an action id at all (a float, None, out of range): an error in every mode.
+            if self.illegal_action == "raise" or not an_action_id:
                 raise
             self._illegal = True
             return (

@@ -223,7 +223,13 @@ def test_an_interrupted_main_job_says_how_to_resume_from_the_run_folders_config(
 
     monkeypatch.setattr(main_job, "run_main_job", interrupted)
     assert main(["main", "--config", str(TINY), "--out", str(tmp_path / "other"), "--quiet"]) == 130
-    assert "interrupted before PPO's first checkpoint" in capsys.readouterr().out
+    assert "interrupted before the teacher's decisions were all gathered" in capsys.readouterr().out
+    # Stopped in the fit, its teacher decisions on disk: how to fit them again without their games.
+    (tmp_path / "fitting").mkdir()
+    (tmp_path / "fitting" / "teacher_decisions.npz").write_bytes(b"")
+    assert main(["main", "--config", str(TINY), "--out", str(tmp_path / "fitting"), "--quiet"]) == 130
+    hint = capsys.readouterr().out
+    assert "--set pretrain.decisions=0" in hint and str(tmp_path / "fitting" / "teacher_decisions.npz") in hint
 
 
 def test_yaml_config_errors_come_from_the_file(tmp_path):
@@ -1177,9 +1183,10 @@ def test_a_run_keeps_its_teacher_decisions_and_a_later_run_fits_to_them_without_
 
     monkeypatch.setattr(training, "collect_teacher_decisions", no_teacher_games)
     later = values | {"total_timesteps": 256}
-    later["pretrain"] = values["pretrain"] | {"decisions": 0, "earlier_decisions": [str(kept), str(kept)]}
+    own = str(tmp_path / "more" / "teacher_decisions.npz")
+    later["pretrain"] = values["pretrain"] | {"decisions": 0, "earlier_decisions": [str(kept), own]}
     summary = training.train(config_from_dict(later), tmp_path / "later", progress=False)
-    assert summary["pretrain"]["decisions"] == 2 * values["pretrain"]["decisions"]
+    assert summary["pretrain"]["decisions"] == values["pretrain"]["decisions"] + 100
     assert not (tmp_path / "later" / "teacher_decisions.npz").exists()
 
     later["pretrain"]["earlier_decisions"] = [str(tmp_path / "missing.npz")]
