@@ -175,18 +175,16 @@ def check_endgame(settings: Any, where: str) -> None:
     """ValueError, naming ``where``, unless ``settings`` is an agent.json ``endgame``: the
     tiles held at most (two or more: a seat's last tile dominoes on either end, nothing to
     search) and a search spec."""
-    if not (
-        isinstance(settings, dict)
-        and set(settings) == {"hand_at_most", "search"}
-        and type(settings["hand_at_most"]) is int
-        and settings["hand_at_most"] >= 2
-        and isinstance(settings["search"], str)
-        and settings["search"].partition(":")[0] == "search"
-    ):
+    if not (isinstance(settings, dict) and set(settings) == {"hand_at_most", "search"}):
         raise ValueError(
             f'{where}: endgame must be {{"hand_at_most": an int of 2 or more, "search": a search spec '
             f'("search" or "search:...")}}, got {settings!r}'
         )
+    hand, search = settings["hand_at_most"], settings["search"]
+    if type(hand) is not int or hand < 2:  # a seat's last tile needs no search
+        raise ValueError(f"{where}: the endgame's hand_at_most must be an int of 2 or more, got {hand!r}")
+    if not isinstance(search, str) or search.partition(":")[0] != "search":
+        raise ValueError(f"{where}: the endgame's player must be a search spec ('search' or 'search:...'), got {search!r}")
 
 
 def load_policy_weights(path: str | Path, policy: Any) -> None:
@@ -572,11 +570,8 @@ def add_endgame_search(source: str | Path, out: str | Path, search: str, hand_at
         {'hand_at_most': 2, 'search': 'search:worlds=16'}
     """
     target = Path(out)
-    if type(hand_at_most) is not int or hand_at_most < 2:  # a seat's last tile needs no search
-        raise ValueError(f"hand_at_most must be an int of 2 or more, got {hand_at_most!r}")
-    if not isinstance(search, str) or search.partition(":")[0] != "search":
-        raise ValueError(f"the endgame's player must be a search spec ('search' or 'search:...'), got {search!r}")
     settings = {"hand_at_most": hand_at_most, "search": search}
+    check_endgame(settings, "the endgame to add")
     check_new_folder(target, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if ENDGAME in metadata:

@@ -851,7 +851,7 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     source = PRETRAINED_DIR / "partnership_average"
     out = tmp_path / "new" / "x"
     for hand in (1, 0, -1, 2.5, True):
-        with pytest.raises(ValueError, match=f"hand_at_most must be an int of 2 or more, got {hand!r}"):
+        with pytest.raises(ValueError, match=f"the endgame's hand_at_most must be an int of 2 or more, got {hand!r}"):
             add_endgame_search(source, out, ENDGAME_SEARCH, hand)
     with pytest.raises(ValueError, match="the endgame's player must be a search spec .* got 'greedy'"):
         add_endgame_search(source, out, "greedy", 3)
@@ -873,14 +873,14 @@ def test_endgame_search_settings_are_checked_before_anything_is_written(tmp_path
     with pytest.raises(ValueError, match="already hands its endgame to"):
         add_endgame_search(once, tmp_path / "twice", ENDGAME_SEARCH, 2)
     metadata = json.loads((once / "agent.json").read_text())
-    for bad in (
-        {"hand_at_most": 3},
-        {"hand_at_most": 1, "search": "search"},
-        {"hand_at_most": 3, "search": "greedy"},
-        [],
+    for bad, message in (
+        ({"hand_at_most": 3}, "endgame must be"),
+        ({"hand_at_most": 1, "search": "search"}, "the endgame's hand_at_most must be an int of 2 or more, got 1"),
+        ({"hand_at_most": 3, "search": "greedy"}, "the endgame's player must be a search spec"),
+        ([], "endgame must be"),
     ):
         (once / "agent.json").write_text(json.dumps({**metadata, "endgame": bad}))
-        with pytest.raises(ValueError, match="endgame must be"):
+        with pytest.raises(ValueError, match=f"agent.json: {message}"):
             load_agent_metadata(once)
 
 

@@ -72,7 +72,7 @@ def solve(
         raise ValueError(f"until is a share of the mean award between 0 and 1, got {until!r}")
     folder = Path(out)
     check_solvable(resolved)  # a set too large to lay out is refused before anything is written
-    check_new_folder(folder, "a solve writes its policy and tables to a new folder")
+    check_new_folder(folder, "a solve writes its policy and tables to a new folder: choose another --out")
     for spec in agents:  # an agent that cannot play these rules (e.g. trained on another set) fails before the solve
         name, options = parse_spec(spec)
         if name == "human":
