@@ -65,6 +65,6 @@ class HumanAgent(Agent):
             self.write(f"  {number}) {ts.describe_action(action)}")
         while True:
             answer = self.read(f"Your move (1-{len(legal)}): ").strip()
-            if answer.isdigit() and 1 <= int(answer) <= len(legal):
+            if answer.isascii() and answer.isdigit() and 1 <= int(answer) <= len(legal):  # not "²"
                 return legal[int(answer) - 1]
             self.write(f"{answer!r} is not a move here: type a number from 1 to {len(legal)}.")

@@ -31,9 +31,23 @@ class Measured:
         """Points per round over ``against`` (the figure's leading number)."""
         return float(self.figure.split()[0].replace("−", "-"))
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The figure's 95% interval: "(low .. high)", or the margin ± its half-width."""
+        text = self.figure.replace("−", "-")
+        if "±" in text:
+            half = float(text.split("±")[1].split()[0])
+            return self.margin - half, self.margin + half
+        low, high = text.split("(")[1].rstrip(")").split("..")
+        return float(low), float(high)
+
     def sentence(self, names: dict[str, str]) -> str:
-        """ "beats search by +0.71 points a round" (or "loses to ... by 1.29")."""
+        """ "beats search by +0.71 points a round" (or "loses to ... by 1.29"; "about even with
+        ..." where the interval holds zero: the measurement cannot tell them apart)."""
         other = names.get(self.against, self.against)
+        low, high = self.interval
+        if low <= 0 <= high:
+            return f"about even with {other} ({self.margin:+g} points a round, not told apart)"
         if self.margin >= 0:
             return f"beats {other} by +{self.margin:g} points a round"
         return f"loses to {other} by {-self.margin:g} points a round"

@@ -67,5 +67,11 @@ def play_in_terminal(
             report(step(env, human.act(env.observe(env.agent_selection))))
     if episode == "match":
         winner = env.match_winner
-        write("Match over: " + ("a draw" if winner is None else f"side {winner} wins") + f", scores {env.scores}")
+        if winner is None:
+            outcome = "a draw"
+        else:
+            won = winner == rules.side_of(seat)
+            who = f"side {winner}" if rules.partnership else seat_name(winner)
+            outcome = f"{who} wins ({'you win' if won else 'you lose'})"
+        write(f"Match over: {outcome}, scores {env.scores}")
     return 0

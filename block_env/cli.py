@@ -101,7 +101,11 @@ def _output_folder(value: str) -> Path:
 def cmd_play(args: argparse.Namespace) -> int:
     from block_env.apps.terminal import play_in_terminal
 
-    return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
+    try:
+        return play_in_terminal(args.rules, args.opponents, seat=args.seat, episode=args.episode, seed=args.seed)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the game is abandoned")
+        return 130
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

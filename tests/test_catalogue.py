@@ -34,8 +34,13 @@ def test_each_figure_is_printed_in_its_results_file(preset):
             text = (ROOT / m.where).read_text()
             assert m.figure in text, f"{m.figure!r} ({o.spec} against {m.against}) is not in {m.where}"
             assert m.against in {x.spec for x in opponents(preset)}
-            word = "beats" if m.margin >= 0 else "loses to"
-            assert m.sentence({}).startswith(f"{word} {m.against} by ")
+            low, high = m.interval
+            assert low <= m.margin <= high
+            if low <= 0 <= high:  # a margin the measurement cannot tell from zero
+                assert m.sentence({}).startswith(f"about even with {m.against} (")
+            else:
+                word = "beats" if m.margin >= 0 else "loses to"
+                assert m.sentence({}).startswith(f"{word} {m.against} by ")
 
 
 def test_the_strength_line_reads_as_the_margin_says():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import re
 import time
 
 import numpy as np
@@ -486,6 +487,23 @@ def test_the_terminal_seeds_each_opponent_by_its_seat(monkeypatch):
     with pytest.raises(EOFError):
         terminal.play_in_terminal(PRESETS["standard_3p"], ["random"], seed=5, read=leave, write=lambda _: None)
     assert list(seeds.values()) == [seat_seed(5, 1), seat_seed(5, 2)]
+
+
+def test_terminal_play_asks_again_for_a_digit_python_would_not_read_and_names_the_winner():
+    """A "²" (a digit to str.isdigit, not to int) is asked again, not the end of the game; the
+    match's end says who won and whether that is you."""
+    from block_env.apps import terminal
+
+    answers, lines = iter(["²", "1"]), []
+
+    def read(prompt):
+        return next(answers, "1")
+
+    rules = PRESETS["standard"].replace(target=20)
+    assert terminal.play_in_terminal(rules, ["random"], seat=1, episode="match", seed=3, read=read, write=lines.append) == 0
+    assert any("'²' is not a move here" in line for line in lines)
+    assert re.match(r"Match over: player_[01] wins \(you (win|lose)\), scores ", lines[-1])
+    assert ("player_1 wins (you win)" in lines[-1]) or ("player_0 wins (you lose)" in lines[-1])
 
 
 def test_terminal_play_refuses_more_opponents_than_the_other_seats():

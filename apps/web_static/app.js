@@ -273,7 +273,13 @@ function buildPicks() {
 }
 
 function chosenOpponents() {
-  const raw = $("opponents").value.split(",").map((s) => s.trim()).filter(Boolean);
+  // A spec's own options are comma-separated too (search:worlds=64,playout=random): a piece
+  // that is an option (key=value, no agent name before it) belongs to the spec before it.
+  const raw = [];
+  for (const piece of $("opponents").value.split(",").map((s) => s.trim()).filter(Boolean)) {
+    if (raw.length && /^\w+=/.test(piece)) raw[raw.length - 1] += `,${piece}`;
+    else raw.push(piece);
+  }
   if (raw.length) return raw;
   return [...document.querySelectorAll("#picks select")].map((s) => s.value); // seat order
 }
@@ -649,8 +655,11 @@ const signed = (x) => (x > 0 ? `+${x.toFixed(1)}` : x.toFixed(1).replace("-", "�
 const percent = (x) => `${Math.round(100 * x)}%`;
 
 function coachNote(advice) {
-  const network = advice.network ? ` The network column: how often the shipped agent's network (${advice.network}, without any endgame search) would play each move.` : "";
-  return `Search tried every move on the same ${advice.worlds} guesses of the hidden hands and played each round out: points are your side's net points for the round (yours minus the others'), ± one standard error.${network}`;
+  const network = advice.network ? ` The network column: the weight the shipped agent's network (${advice.network}, without any endgame search) puts on each move; the agent plays the heaviest.` : "";
+  const others = game.side_of && new Set(game.side_of).size > 2
+    ? "+the round's points when your side wins it, −those points shared among the other sides when another wins"
+    : "yours minus the other side's";
+  return `Search tried every move on the same ${advice.worlds} guesses of the hidden hands and played each round out: points are your side's net points for the round (${others}), ± one standard error.${network}`;
 }
 
 async function hint() {
