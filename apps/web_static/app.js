@@ -557,7 +557,12 @@ function renderHand(view, mine) {
     });
     return b;
   });
+  const hadFocus = hand.contains(document.activeElement);
   hand.replaceChildren(...buttons);
+  if (mine && (hadFocus || document.activeElement === document.body)) {
+    // The tile that had focus is gone with the old hand: keyboard play goes on from the hand.
+    hand.querySelector("button:not(:disabled)")?.focus();
+  }
   $("pass").hidden = !(mine && view.can_pass);
   $("pass").dataset.action = view.pass_action;
   if (view.ends) $("pass").textContent = `Pass: nothing fits ${view.ends[0]} or ${view.ends[1]}`;
@@ -782,13 +787,24 @@ async function review() {
 function replayEntries(text) {
   const trimmed = text.trim();
   const entries = [];
-  if (trimmed.startsWith("{") && !trimmed.includes("\n")) {
-    const single = JSON.parse(trimmed);
-    if (single.rounds && single.agents) return [{ label: "game", replay: single }];
+  if (trimmed.startsWith("{")) {
+    let single = null;
+    try {
+      single = JSON.parse(trimmed); // one replay, on one line or pretty-printed
+    } catch {
+      // not one JSON value: a file of one JSON record a line (the arena's records.jsonl)
+    }
+    if (single && single.rounds && single.agents) return [{ label: "game", replay: single }];
   }
-  for (const line of trimmed.split("\n")) {
+  const lines = trimmed.split("\n");
+  for (const [number, line] of lines.entries()) {
     if (!line.trim()) continue;
-    const entry = JSON.parse(line);
+    let entry;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      throw new Error(`line ${number + 1} is not JSON: open one replay, or an arena's records.jsonl`);
+    }
     if (entry.rules && entry.agents && entry.rounds) entries.push({ label: "game", replay: entry });
     for (const record of entry.records || []) {
       if (record.replay) {
