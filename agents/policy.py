@@ -184,7 +184,9 @@ def check_endgame(settings: Any, where: str) -> None:
     if type(hand) is not int or hand < 2:  # a seat's last tile needs no search
         raise ValueError(f"{where}: the endgame's hand_at_most must be an int of 2 or more, got {hand!r}")
     if not isinstance(search, str) or search.partition(":")[0] != "search":
-        raise ValueError(f"{where}: the endgame's player must be a search spec ('search' or 'search:...'), got {search!r}")
+        raise ValueError(
+            f"{where}: the endgame's player must be a search spec ('search' or 'search:...'), got {search!r}"
+        )
 
 
 def load_policy_weights(path: str | Path, policy: Any) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 import re
+import threading
 import time
 
 import numpy as np
@@ -500,7 +500,10 @@ def test_terminal_play_asks_again_for_a_digit_python_would_not_read_and_names_th
         return next(answers, "1")
 
     rules = PRESETS["standard"].replace(target=20)
-    assert terminal.play_in_terminal(rules, ["random"], seat=1, episode="match", seed=3, read=read, write=lines.append) == 0
+    assert (
+        terminal.play_in_terminal(rules, ["random"], seat=1, episode="match", seed=3, read=read, write=lines.append)
+        == 0
+    )
     assert any("'²' is not a move here" in line for line in lines)
     assert re.match(r"Match over: player_[01] wins \(you (win|lose)\), scores ", lines[-1])
     assert ("player_1 wins (you win)" in lines[-1]) or ("player_0 wins (you lose)" in lines[-1])
