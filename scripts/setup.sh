@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build .venv from the repo's own files: torch (CPU build) first, then block_env with every extra.
+# Build .venv from the repo's own files: torch (CPU build) first, then block_env with the extras
+# EXTRAS names (default: every extra, as the tests need; scripts/main.sh asks for train,eval).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -10,5 +11,5 @@ PYTHON=${PYTHON:-python3}
 if ! .venv/bin/python -m pip install -q --no-index --no-deps "torch==2.13.0" 2>/dev/null; then
     .venv/bin/python -m pip install -q --no-deps --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
 fi
-.venv/bin/python -m pip install -q -c constraints.txt -e ".[all]"
+.venv/bin/python -m pip install -q -c constraints.txt -e ".[${EXTRAS:-all}]"
 echo "set-up done: $(.venv/bin/python -c 'import block_env, torch; print("block_env", block_env.__version__, "torch", torch.__version__)')"
