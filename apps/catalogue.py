@@ -45,12 +45,14 @@ class Measured:
         """ "beats search by +0.71 points a round" (or "loses to ... by 1.29"; "about even with
         ..." where the interval holds zero: the measurement cannot tell them apart)."""
         other = names.get(self.against, self.against)
+        amount = self.figure.split()[0].lstrip("+-−")  # as printed: "1.0", not "1"
         low, high = self.interval
         if low <= 0 <= high:
-            return f"about even with {other} ({self.margin:+g} points a round, not told apart)"
+            sign = "+" if self.margin >= 0 else "−"
+            return f"about even with {other} ({sign}{amount} points a round, not told apart)"
         if self.margin >= 0:
-            return f"beats {other} by +{self.margin:g} points a round"
-        return f"loses to {other} by {-self.margin:g} points a round"
+            return f"beats {other} by +{amount} points a round"
+        return f"loses to {other} by {amount} points a round"
 
 
 @dataclass(frozen=True)
@@ -85,21 +87,27 @@ SCRIPTED = (
 )
 
 
-def _ladder(preset: str, deals: int, *figures: str, search_level: str = "strong") -> list[Opponent]:
+def _ladder(
+    preset: str,
+    deals: int,
+    *figures: str,
+    search_level: str = "strong",
+    larger: tuple[str, str, int, str] | None = None,
+) -> list[Opponent]:
     """The scripted agents with the figures of ``bash scripts/ladder.sh`` for ``preset``
     (the preset's summary.md under results/ladder/): random, greedy and strategic against the rung above,
-    search against strategic."""
+    search against strategic. ``larger``: strategic's figure against search, search's against
+    strategic, the deals and the file of a larger arena, used for those two instead."""
     where = f"results/ladder/{preset}/summary.md"
     against = ("greedy", "strategic", "search", "strategic")
+    measured = [Measured(figure, other, deals, where) for figure, other in zip(figures, against, strict=True)]
+    if larger is not None:
+        lose, win, larger_deals, larger_where = larger
+        measured[2] = Measured(lose, "search", larger_deals, larger_where)
+        measured[3] = Measured(win, "strategic", larger_deals, larger_where)
     return [
-        Opponent(
-            o.spec,
-            o.name,
-            search_level if o.spec == "search" else o.level,
-            o.description,
-            (Measured(figure, other, deals, where),),
-        )
-        for o, figure, other in zip(SCRIPTED, figures, against, strict=True)
+        Opponent(o.spec, o.name, search_level if o.spec == "search" else o.level, o.description, (m,))
+        for o, m in zip(SCRIPTED, measured, strict=True)
     ]
 
 
@@ -193,7 +201,15 @@ _CATALOGUE: dict[str, list[Opponent]] = {
         ),
     ],
     "standard_3p": [
-        *_ladder("standard_3p", 500, "-1.7 ± 0.6", "-0.8 ± 0.5", "-0.5 ± 0.6", "0.5 ± 0.6"),
+        *_ladder(
+            "standard_3p",
+            500,
+            "-1.7 ± 0.6",
+            "-0.8 ± 0.5",
+            "-0.5 ± 0.6",
+            "0.5 ± 0.6",
+            larger=("-1.0 ± 0.2", "1.0 ± 0.2", 3000, "results/standard_3p_belief/arena-3000deals.md"),
+        ),
         Opponent(
             "pretrained:standard_3p_vector",
             "Early network",
@@ -213,7 +229,15 @@ _CATALOGUE: dict[str, list[Opponent]] = {
         ),
     ],
     "standard_4p": [
-        *_ladder("standard_4p", 1000, "-1.4 ± 0.5", "-1.4 ± 0.6", "-0.5 ± 0.6", "0.5 ± 0.6"),
+        *_ladder(
+            "standard_4p",
+            1000,
+            "-1.4 ± 0.5",
+            "-1.4 ± 0.6",
+            "-0.5 ± 0.6",
+            "0.5 ± 0.6",
+            larger=("-0.8 ± 0.3", "0.8 ± 0.3", 3000, "results/standard_4p_belief/arena-3000deals.md"),
+        ),
         Opponent(
             "pretrained:standard_4p_vector",
             "Early network",

@@ -3,7 +3,7 @@
 # tests), then run the whole test suite on both cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+EXTRAS=all bash scripts/setup.sh  # every extra, whatever EXTRAS the shell holds
 bash scripts/setup-browser.sh
 bash scripts/setup-postgres.sh
 .venv/bin/python -m pytest -q -n 2 "$@"

@@ -49,7 +49,7 @@ def test_the_strength_line_reads_as_the_margin_says():
     partnership = next(
         o for o in catalogue("partnership")["opponents"] if o["spec"] == "pretrained:partnership_average"
     )
-    assert partnership["strength"] == "strong: loses to Search by 0.2 points a round"
+    assert partnership["strength"] == "strong: loses to Search by 0.20 points a round"
     assert catalogue("house")["opponents"][0]["strength"] == "beginner: not measured on these rules"
 
 

@@ -277,7 +277,7 @@ function chosenOpponents() {
   // that is an option (key=value, no agent name before it) belongs to the spec before it.
   const raw = [];
   for (const piece of $("opponents").value.split(",").map((s) => s.trim()).filter(Boolean)) {
-    if (raw.length && /^\w+=/.test(piece)) raw[raw.length - 1] += `,${piece}`;
+    if (raw.length && /^\w+\s*=/.test(piece)) raw[raw.length - 1] += `,${piece}`;
     else raw.push(piece);
   }
   if (raw.length) return raw;
@@ -557,13 +557,15 @@ function renderHand(view, mine) {
     });
     return b;
   });
-  const hadFocus = hand.contains(document.activeElement);
+  const hadFocus = hand.contains(document.activeElement) || document.activeElement === $("pass");
   hand.replaceChildren(...buttons);
-  if (mine && (hadFocus || document.activeElement === document.body)) {
-    // The tile that had focus is gone with the old hand: keyboard play goes on from the hand.
-    hand.querySelector("button:not(:disabled)")?.focus();
-  }
   $("pass").hidden = !(mine && view.can_pass);
+  if (mine && (hadFocus || document.activeElement === document.body)) {
+    // The tile that had focus is gone with the old hand: keyboard play goes on from a tile
+    // that fits, or from Pass when none does.
+    const next = hand.querySelector("button.legal") ?? ($("pass").hidden ? null : $("pass"));
+    next?.focus({ preventScroll: true });
+  }
   $("pass").dataset.action = view.pass_action;
   if (view.ends) $("pass").textContent = `Pass: nothing fits ${view.ends[0]} or ${view.ends[1]}`;
   const choice = selected && mine;
@@ -660,7 +662,7 @@ const signed = (x) => (x > 0 ? `+${x.toFixed(1)}` : x.toFixed(1).replace("-", "â
 const percent = (x) => `${Math.round(100 * x)}%`;
 
 function coachNote(advice) {
-  const network = advice.network ? ` The network column: the weight the shipped agent's network (${advice.network}, without any endgame search) puts on each move; the agent plays the heaviest.` : "";
+  const network = advice.network ? ` The network column: the weight the shipped agent's network (${advice.network}, without any endgame search) puts on each move; the network alone plays the heaviest (an agent with an endgame search hands its last tiles' moves to it).` : "";
   const others = game.side_of && new Set(game.side_of).size > 2
     ? "+the round's points when your side wins it, âˆ’those points shared among the other sides when another wins"
     : "yours minus the other side's";
@@ -803,6 +805,7 @@ function replayEntries(text) {
     try {
       entry = JSON.parse(line);
     } catch {
+      if (number === lines.length - 1 && entries.length) break; // a run stopped mid-line, as --resume reads it
       throw new Error(`line ${number + 1} is not JSON: open one replay, or an arena's records.jsonl`);
     }
     if (entry.rules && entry.agents && entry.rounds) entries.push({ label: "game", replay: entry });
