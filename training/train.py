@@ -727,9 +727,14 @@ def save_checkpoint(model: Any, paths: RunPaths) -> Path:
     return path
 
 
+def checkpoint_steps(checkpoint: Path) -> int:
+    """The env steps a ``ppo_STEPS_steps.zip`` checkpoint holds, read from its name."""
+    return int(checkpoint.stem.split("_")[1])
+
+
 def latest_checkpoint(run: Path) -> Path:
     """The newest checkpoint of the run folder ``run`` (ValueError if there is none)."""
-    found = sorted((run / "checkpoints").glob("ppo_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    found = sorted((run / "checkpoints").glob("ppo_*_steps.zip"), key=checkpoint_steps)
     if not found:
         raise ValueError(f"{run / 'checkpoints'} holds no checkpoint to resume from")
     return found[-1]
@@ -1125,7 +1130,7 @@ def train(
             shown = ", ".join(earlier[:6]) + (f" and {len(earlier) - 6} more" if len(earlier) > 6 else "")
             advice = "choose another --out"
             if paths.resumable():
-                steps = int(latest_checkpoint(paths.root).stem.split("_")[1])
+                steps = checkpoint_steps(latest_checkpoint(paths.root))
                 advice += (
                     f" (or continue that run's PPO past its {steps} steps with train's --resume latest"
                     + ("" if steps < config.total_timesteps else " and a larger --total-timesteps")
