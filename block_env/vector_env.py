@@ -235,7 +235,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         # A splitmix64 stream per game for the compiled uniform (random) opponents.
         self._streams = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.uint64)
         everyone = self.games.all_games
-        step = _Step(self.num_envs, self._encode_learner.layout.size, self.games.scores.shape[1])
+        step = self._new_step()
         self._draw_seats(everyone)
         step.fresh[:] = True
         self._unpaid[:] = 0.0
@@ -248,7 +248,7 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
         n = self.num_envs
-        step = _Step(n, self._encode_learner.layout.size, self.games.scores.shape[1])
+        step = self._new_step()
         step.rewards += self._unpaid
         self._unpaid[:] = 0.0
         legal = self._masks[np.arange(n), actions]
@@ -301,6 +301,9 @@ class BlockDominoesVectorEnv(gymnasium.vector.VectorEnv):
         pass
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _new_step(self) -> _Step:
+        return _Step(self.num_envs, self._encode_learner.layout.size, self.games.scores.shape[1])
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         array = np.asarray(actions)
