@@ -97,9 +97,8 @@ class BlockDominoesVecEnv(_BatchedGamesVecEnv):
 
     def step_wait(self) -> VecEnvStepReturn:
         assert self._actions is not None, "step_async() first"
-        obs, rewards, terminated, truncated, info = self.vector_env.step(
-            np.asarray(self._actions)
-        )  # its check refuses non-integers
+        # As SB3 gave them: the vector env's check refuses non-integers rather than truncating.
+        obs, rewards, terminated, truncated, info = self.vector_env.step(np.asarray(self._actions))
         self._actions = None
         dones = terminated | truncated
         infos: list[dict[str, Any]] = [{"learner_seat": int(seat)} for seat in info["learner_seat"]]
