@@ -19,6 +19,13 @@ import numpy as np
 from numba import njit
 
 from block_env.agents.base import Agent, Observation, legal_actions
+from block_env.agents.move_scorer import (
+    MOVE_SCORER,
+    MOVE_SCORER_WEIGHTS,
+    MoveScorer,
+    check_scored_encoding,
+    load_move_scorer,
+)
 from block_env.files import replace_folder
 from block_env.observations import layout_for
 from block_env.options import ENCODINGS
@@ -163,6 +170,13 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         raise bad("value_scale", "a positive number (value-head units per point), or absent")
     if ENDGAME in metadata:
         check_endgame(metadata[ENDGAME], str(meta_path))
+    if MOVE_SCORER in metadata:
+        settings = metadata[MOVE_SCORER]
+        if not (isinstance(settings, dict) and set(settings) == {"hidden"} and type(settings["hidden"]) is int):
+            raise bad(MOVE_SCORER, '{"hidden": units} (a positive int), or absent')
+        if settings["hidden"] < 1:
+            raise bad(MOVE_SCORER, '{"hidden": units} (a positive int), or absent')
+        check_scored_encoding(metadata["observation"], f"{meta_path}: {MOVE_SCORER}")
     if MIRROR in metadata:
         if not isinstance(metadata[MIRROR], bool):
             raise bad(MIRROR, "true or false")
@@ -364,6 +378,9 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     target = Path(out)
     check_new_folder(target, "averaging writes a new agent folder")
     first = load_agent_metadata(folders[0])
+    for folder in folders:
+        if MOVE_SCORER in load_agent_metadata(folder):
+            raise ValueError(f"{folder} has a move scorer, which averaging would drop: average the networks before")
     rules = Rules.from_dict(first["rules"])
     agents = [(str(folder), PolicyAgent(rules, observation=first["observation"], path=folder)) for folder in folders]
     policy = build_policy(first)  # a fresh copy: the loaded agents' networks are shared and never changed
@@ -428,6 +445,10 @@ class PolicyAgent(Agent):
         self.endgame = (
             _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
         )
+        self.move_scorer: MoveScorer | None = None
+        if MOVE_SCORER in metadata:
+            hidden_layer = self._actor[-1][0].shape[0]
+            self.move_scorer = load_move_scorer(path, self.rules, hidden_layer, metadata[MOVE_SCORER]["hidden"])
         self.mirror: bool = metadata.get(MIRROR, False) if mirror is None else mirror
         if not isinstance(self.mirror, bool):
             raise ValueError(f"{self.name}: mirror must be true or false, got {mirror!r}")
@@ -459,13 +480,25 @@ class PolicyAgent(Agent):
         in the encoding it reads."""
         self._check_encoding(observations)
         if not self.mirror:
-            return _forward(self._actor, observations)
+            return self._network_logits(observations)
         rows = np.atleast_2d(observations)  # act reads one row
         after_opening = rows[:, self._ends].any(axis=1)
         mirrored = rows[np.ix_(after_opening, self._mirror_columns)]
-        both = _forward(self._actor, np.concatenate([rows, mirrored]))  # one pass over both readings
+        both = self._network_logits(np.concatenate([rows, mirrored]))  # one pass over both readings
         logits = both[: len(rows)]
         logits[after_opening] = (logits[after_opening] + both[len(rows) :, self._mirror_actions]) / 2
+        return logits.reshape(np.shape(observations)[:-1] + logits.shape[-1:])
+
+    def _network_logits(self, observations: np.ndarray) -> np.ndarray:
+        """The network's logits, plus its move scorer's scores where it has one (one reading)."""
+        if self.move_scorer is None:
+            return _forward(self._actor, observations)
+        rows = np.atleast_2d(np.asarray(observations, dtype=np.float32))
+        hidden = _forward(self._actor[:-1], rows)
+        weight, bias, _ = self._actor[-1]
+        logits = hidden @ weight + bias
+        where, scores = self.move_scorer.scores(self.rules, self.observation, rows, hidden)
+        logits.reshape(-1)[where] += scores
         return logits.reshape(np.shape(observations)[:-1] + logits.shape[-1:])
 
     def last_hidden_layer(self, observations: np.ndarray) -> np.ndarray:
@@ -609,6 +642,34 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
     return _copy_with_setting(source, target, metadata, MIRROR, True)
 
 
+def add_move_scorer(source: str | Path, out: str | Path, scorer: MoveScorer) -> Path:
+    """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
+    folder ``source`` with ``scorer`` beside its network (agent.json's ``move_scorer``; see
+    :mod:`block_env.agents.move_scorer`). ValueError, before anything is written, for an agent
+    that already has one, one reading an encoding a scorer cannot read, or a scorer whose
+    shapes do not fit the network."""
+    target = Path(out)
+    check_new_folder(target, "the agent is written to a new folder")
+    metadata = load_agent_metadata(source)
+    if MOVE_SCORER in metadata:
+        raise ValueError(f"{source} already has a move scorer")
+    check_scored_encoding(metadata["observation"], str(source))
+    hidden_layer = metadata["net_arch"]["pi"][-1]
+    if scorer.hidden_weight.shape[0] != hidden_layer:
+        raise ValueError(
+            f"the move scorer reads a last hidden layer of {scorer.hidden_weight.shape[0]} units; "
+            f"{source}'s has {hidden_layer}"
+        )
+    with replace_folder(target) as temporary:
+        (temporary / AGENT_JSON).write_text(
+            json.dumps({**metadata, MOVE_SCORER: {"hidden": scorer.hidden}}, indent=2) + "\n"
+        )
+        shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
+        scorer.save(temporary)
+    load_move_scorer(target, Rules.from_dict(metadata["rules"]), hidden_layer, scorer.hidden)  # it reads back
+    return target
+
+
 def mirror_columns_of(rules: Rules, observation: str, where: str) -> np.ndarray:
     """The ``observation`` encoding's mirror columns (:attr:`Layout.mirror_columns`);
     ValueError, its message led by ``where``, for an encoding without ends to swap."""
@@ -623,6 +684,8 @@ def _copy_with_setting(source: str | Path, target: Path, metadata: dict[str, Any
     with replace_folder(target) as temporary:
         (temporary / AGENT_JSON).write_text(json.dumps({**metadata, key: value}, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
+        if MOVE_SCORER in metadata:
+            shutil.copyfile(Path(source) / MOVE_SCORER_WEIGHTS, temporary / MOVE_SCORER_WEIGHTS)
     return target
 
 

@@ -281,6 +281,29 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score_moves(args: argparse.Namespace) -> int:
+    from block_env.training.move_scorer import fit_move_scorer
+
+    _trained_agent_folder(args.agent, "--agent")
+    report = fit_move_scorer(
+        args.agent,
+        args.decisions,
+        args.out,
+        hidden=args.hidden,
+        epochs=args.epochs,
+        learning_rate=args.learning_rate,
+        batch_size=args.batch_size,
+        temperature=args.temperature,
+        holdout=args.holdout,
+        seed=args.seed,
+    )
+    print(
+        f"wrote {args.out}: {args.agent} with a move scorer fitted on {report['fitted_decisions']:,} decisions "
+        f"(pass {report['kept_epoch']} kept; report in {args.out}/move_scorer.json; play it as policy:{args.out})"
+    )
+    return 0
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from block_env.rules import Rules
     from block_env.training.solve import solve
@@ -369,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_average,
         _add_endgame,
         _add_mirror,
+        _add_score_moves,
         _add_export,
     ):
         add(sub)
@@ -537,6 +561,43 @@ def _add_mirror(sub: Any) -> None:
     p.add_argument("--agent", required=True, help="the trained agent (pretrained:NAME, policy:PATH)")
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
     p.set_defaults(func=cmd_mirror)
+
+
+def _add_score_moves(sub: Any) -> None:
+    p = sub.add_parser(
+        "score-moves",
+        help="fit a move scorer on a trained agent's frozen network to a search teacher's decisions, as a new agent",
+    )
+    p.add_argument("--agent", required=True, help="the trained agent (pretrained:NAME, policy:PATH)")
+    p.add_argument(
+        "--decisions",
+        nargs="+",
+        required=True,
+        help="teacher decisions saved by training runs (RUN/teacher_decisions.npz), with move values",
+    )
+    p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
+    p.add_argument("--hidden", type=int, default=64, help="the scorer's hidden units (default: %(default)s)")
+    p.add_argument("--epochs", type=int, default=5, help="passes over the decisions (default: %(default)s)")
+    p.add_argument(
+        "--learning-rate", type=float, default=3e-4, help="Adam's step, falling linearly to zero (default: %(default)s)"
+    )
+    p.add_argument("--batch-size", type=int, default=512, help="decisions per step (default: %(default)s)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="points of the targets' softmax over move values (default: %(default)s)",
+    )
+    p.add_argument(
+        "--holdout",
+        type=float,
+        default=0.1,
+        help="share of each file held out to choose the pass kept (default: %(default)s)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="the scorer's first weights and batch order (default: %(default)s)"
+    )
+    p.set_defaults(func=cmd_score_moves)
 
 
 def _add_export(sub: Any) -> None:
