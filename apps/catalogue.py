@@ -181,15 +181,27 @@ _CATALOGUE: dict[str, list[Opponent]] = {
             ),
         ),
         Opponent(
-            "pretrained:standard",
-            "Network",
+            "pretrained:standard_thirteenth",
+            "Seventh network",
             "very strong",
-            "the shipped network: taught by searches of more sampled deals than the sixth network's, "
+            "the seventh network: taught by searches of more sampled deals than the sixth network's, "
             "some in the sixth network's games against search",
             (
                 Measured("+0.99 (+0.96 .. +1.02)", "search", 96000, RESULTS),
                 Measured("+0.04 (+0.01 .. +0.07)", "pretrained:standard_seventh", 32000, RESULTS),
                 Measured("+2.20 (+2.00 .. +2.41)", "strategic", 2000, RESULTS),
+            ),
+        ),
+        Opponent(
+            "pretrained:standard",
+            "Network",
+            "very strong",
+            "the shipped network: the seventh network with a small scorer, shared by every move, that weighs "
+            "what each move leaves: the open end, the tiles of its suit kept and unseen, your voids",
+            (
+                Measured("+1.00 (+0.97 .. +1.03)", "search", 64000, RESULTS),
+                Measured("+0.024 (+0.007 .. +0.041)", "pretrained:standard_thirteenth", 32000, RESULTS),
+                Measured("+2.26 (+2.05 .. +2.48)", "strategic", 2000, RESULTS),
             ),
         ),
         Opponent(

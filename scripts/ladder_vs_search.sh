@@ -12,8 +12,8 @@ ladder() {
   .venv/bin/python benchmarks/ladder.py --rules "$preset" --deals "$deals" --seed "$seed" --quiet \
     --out "results/ladder/$preset/versus-search" --agents random greedy strategic "$@"
 }
-ladder standard 500 20261375 "search:prior=pretrained:standard_seventh,playout=policy,belief=prior,confidence=0" \
-  pretrained:standard_seventh pretrained:standard
+ladder standard 500 20261397 "search:prior=pretrained:standard_seventh,playout=policy,belief=prior,confidence=0" \
+  pretrained:standard_thirteenth pretrained:standard
 ladder standard_3p 300 20261209 "search:prior=pretrained:standard_3p_vector,playout=policy,belief=prior" \
   pretrained:standard_3p_vector pretrained:standard_3p
 ladder standard_4p 200 20261210 "search:prior=pretrained:standard_4p_vector,belief=prior,confidence=0" \

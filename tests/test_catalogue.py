@@ -45,7 +45,7 @@ def test_each_figure_is_printed_in_its_results_file(preset):
 
 def test_the_strength_line_reads_as_the_margin_says():
     network = next(o for o in catalogue("standard")["opponents"] if o["spec"] == "pretrained:standard")
-    assert network["strength"] == "very strong: beats Search by +0.99 points a round"
+    assert network["strength"] == "very strong: beats Search by +1.00 points a round"
     partnership = next(
         o for o in catalogue("partnership")["opponents"] if o["spec"] == "pretrained:partnership_average"
     )

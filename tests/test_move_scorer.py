@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from block_env import Rules, raw_env
-from block_env.agents import make_agent
+from block_env.agents import PRETRAINED_DIR, make_agent
 from block_env.agents.move_scorer import MOVE_SCORER_WEIGHTS, MoveScorer, move_feature_size, scored_moves
 from block_env.agents.policy import (
     PolicyAgent,
@@ -24,7 +24,7 @@ from block_env.agents.policy import (
 from block_env.cli import main
 from block_env.observations import decode_observation, layout_for
 
-PRETRAINED = "agents/pretrained"
+NETWORK = PRETRAINED_DIR / "standard_thirteenth"  # the shipped network without its move scorer
 
 
 def decisions(preset: str, observation: str, seed: int, games: int = 3):
@@ -112,7 +112,7 @@ def random_scorer(rules: Rules, hidden_layer: int, units: int = 8, seed: int = 0
 @pytest.fixture(scope="module")
 def scored_agent(tmp_path_factory):
     out = tmp_path_factory.mktemp("scored") / "agent"
-    return add_move_scorer(f"{PRETRAINED}/standard", out, random_scorer(Rules.preset("standard"), 256))
+    return add_move_scorer(NETWORK, out, random_scorer(Rules.preset("standard"), 256))
 
 
 def observations_and_masks(seed: int = 3):
@@ -123,17 +123,17 @@ def observations_and_masks(seed: int = 3):
 def test_an_agent_with_a_move_scorer_adds_its_scores_to_the_legal_moves_logits(scored_agent, tmp_path):
     rules = Rules.preset("standard")
     observations, masks = observations_and_masks()
-    network = PolicyAgent(rules, path=f"{PRETRAINED}/standard", mirror=False)
+    network = PolicyAgent(rules, path=NETWORK, mirror=False)
     scored = PolicyAgent(rules, path=scored_agent, mirror=False)
     difference = scored.logits(observations) - network.logits(observations)
     legal = masks.astype(bool)
     legal[:, rules.tile_set.pass_action] = False
     assert np.all(difference[~legal] == 0) and np.all(np.abs(difference[legal]) > 0)
     # A scorer whose output weights are zero is the network itself, bit for bit.
-    zero = add_move_scorer(f"{PRETRAINED}/standard", tmp_path / "zero", random_scorer(rules, 256, zero_out=True))
+    zero = add_move_scorer(NETWORK, tmp_path / "zero", random_scorer(rules, 256, zero_out=True))
     assert np.array_equal(
         PolicyAgent(rules, path=zero).logits(observations),
-        make_agent("pretrained:standard", rules).logits(observations),
+        make_agent("pretrained:standard_thirteenth", rules).logits(observations),
     )
 
 
@@ -148,7 +148,7 @@ def test_an_agent_with_a_move_scorer_decides_alike_one_by_one_and_in_a_batch(sco
 def test_the_mirror_and_endgame_copies_keep_the_move_scorer_and_averaging_refuses_it(scored_agent, tmp_path):
     rules = Rules.preset("standard")
     observations, _ = observations_and_masks()
-    one_way = add_move_scorer(f"{PRETRAINED}/standard_tracked", tmp_path / "one_way", random_scorer(rules, 256))
+    one_way = add_move_scorer(PRETRAINED_DIR / "standard_tracked", tmp_path / "one_way", random_scorer(rules, 256))
     both_ways = play_both_ways(one_way, tmp_path / "both_ways")
     assert (both_ways / MOVE_SCORER_WEIGHTS).is_file()
     assert np.array_equal(
@@ -158,7 +158,7 @@ def test_the_mirror_and_endgame_copies_keep_the_move_scorer_and_averaging_refuse
     endgame = add_endgame_search(scored_agent, tmp_path / "endgame", "search:worlds=4", 2)
     assert load_agent_metadata(endgame)["move_scorer"] == {"hidden": 8}
     with pytest.raises(ValueError, match="has a move scorer, which averaging would drop"):
-        average_agent_folders([f"{PRETRAINED}/standard", scored_agent], tmp_path / "average")
+        average_agent_folders([NETWORK, scored_agent], tmp_path / "average")
     assert not (tmp_path / "average").exists()
 
 
@@ -167,10 +167,10 @@ def test_a_move_scorer_that_does_not_fit_is_refused_with_its_reason(scored_agent
     with pytest.raises(ValueError, match="already has a move scorer"):
         add_move_scorer(scored_agent, tmp_path / "twice", random_scorer(rules, 256))
     with pytest.raises(ValueError, match="last hidden layer of 64 units; .* has 256"):
-        add_move_scorer(f"{PRETRAINED}/standard", tmp_path / "narrow", random_scorer(rules, 64))
+        add_move_scorer(NETWORK, tmp_path / "narrow", random_scorer(rules, 64))
     history = tmp_path / "history_agent"  # agent.json alone: the encoding is refused before any weight is read
     history.mkdir()
-    metadata = json.loads(open(f"{PRETRAINED}/standard/agent.json").read())
+    metadata = json.loads(open(NETWORK / "agent.json").read())
     size = layout_for(rules, "history").size
     (history / "agent.json").write_text(
         json.dumps({**metadata, "observation": "history", "observation_size": size, "mirror": False})
@@ -181,7 +181,7 @@ def test_a_move_scorer_that_does_not_fit_is_refused_with_its_reason(scored_agent
         assert not (tmp_path / name).exists()
     # A damaged folder: weights of the wrong shape, a missing file, a bad agent.json entry.
     broken = tmp_path / "broken"
-    add_move_scorer(f"{PRETRAINED}/standard", broken, random_scorer(rules, 256))
+    add_move_scorer(NETWORK, broken, random_scorer(rules, 256))
     arrays = dict(np.load(broken / MOVE_SCORER_WEIGHTS))
     np.savez(broken / MOVE_SCORER_WEIGHTS, **{**arrays, "bias": np.zeros(3, np.float32)})
     with pytest.raises(ValueError, match=r"move_scorer.npz: bias must have shape \(8,\), got \(3,\)"):

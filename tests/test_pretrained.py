@@ -13,6 +13,7 @@ from block_env.rules import PRESETS, Rules
 def test_agents_ship_and_stay_small():
     shipped = {
         "standard",
+        "standard_thirteenth",
         "standard_seventh",
         "standard_fifth",
         "standard_sixth",
@@ -34,7 +35,7 @@ def test_agents_ship_and_stay_small():
         "partnership_vector",
     }
     assert shipped | partnership <= set(PRETRAINED)
-    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); eighteen
+    # A "tracked" network is 2-3 MB (its first layers read every seat's placed tiles); nineteen
     # agents, six of them partnership networks (two the same network, one with an endgame
     # search), stay under 36 MiB.
     total = sum(f.stat().st_size for f in PRETRAINED_DIR.rglob("*") if f.is_file())
@@ -75,3 +76,28 @@ def test_the_partnership_agent_is_its_network_with_an_endgame_search():
     agent, network = make_agent("pretrained:partnership", rules), make_agent("pretrained:partnership_average", rules)
     observations = np.random.default_rng(0).random((8, metadata["observation_size"]), dtype=np.float32)
     assert np.array_equal(agent.network_only().logits(observations), network.logits(observations))
+
+
+def test_the_standard_agent_is_the_thirteenth_rounds_network_with_a_move_scorer():
+    """``pretrained:standard`` is ``pretrained:standard_thirteenth``'s network, weight for
+    weight, with a move scorer: its agent.json differs by the ``move_scorer`` key alone, and
+    the scorer changes the logits of legal moves only."""
+    import numpy as np
+
+    from block_env import raw_env
+
+    scored, network = PRETRAINED_DIR / "standard", PRETRAINED_DIR / "standard_thirteenth"
+    assert (scored / "policy.pth").read_bytes() == (network / "policy.pth").read_bytes()
+    metadata = load_agent_metadata(scored)
+    assert {k: v for k, v in metadata.items() if k != "move_scorer"} == load_agent_metadata(network)
+    rules = Rules.preset("standard")
+    env = raw_env("standard", observation="tracked")
+    env.reset(seed=4)
+    env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    obs = env.observe(env.agent_selection)
+    difference = make_agent("pretrained:standard", rules).logits(obs["observation"]) - make_agent(
+        "pretrained:standard_thirteenth", rules
+    ).logits(obs["observation"])
+    legal = obs["action_mask"].astype(bool)
+    legal[rules.tile_set.pass_action] = False
+    assert np.all(difference[~legal] == 0) and np.any(difference[legal] != 0)
