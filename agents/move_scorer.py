@@ -68,10 +68,10 @@ def scored_moves(rules: Rules, observation: str, observations: np.ndarray) -> tu
     on the left end: a superset of the legal moves. The features: (m, F) float32
     (:func:`move_feature_size`), in order: the end the move leaves (one-hot by suit; a double
     leaves its suit, and at the opening the tile's suits are counted), the other end (one-hot);
-    for each of the two, how many tiles of its suit the player keeps after the move and how
-    many it has not seen (neither held nor played), and whether each other seat has shown a
-    void in it; whether both ends show one suit; the tile's pips over the most a tile has; the
-    tile, one-hot."""
+    for each of the two, how often its suit shows on the tiles the player keeps after the move
+    and on those it has not seen (neither held nor played; a double counts twice), and whether
+    each other seat has shown a void in it; whether both ends show one suit; the tile's pips over
+    the most a tile has; the tile, one-hot."""
     layout = layout_for(rules, observation)
     rows = np.ascontiguousarray(np.atleast_2d(observations), dtype=np.float32)
     starts = np.array([layout.slices[name].start for name in ("hand", "played", "voids", "ends")], dtype=np.int64)
@@ -94,15 +94,9 @@ def _scored_moves(
     size = 2 * suit_count + 2 * (2 + players - 1) + 2 + tiles
     total = 0
     for k in range(rows.shape[0]):  # how many moves, to size the arrays once
-        opening = True
-        for v in range(2 * suit_count):
-            if rows[k, ends_at + v] > 0.5:
-                opening = False
         for t in range(tiles):
-            if rows[k, hand_at + t] > 0.5:
-                for e in range(2):
-                    if (opening and e == 0) or (not opening and _shows(rows, k, ends_at + e * suit_count, suits, t)):
-                        total += 1
+            for e in range(2):
+                total += _scored(rows, k, t, e, hand_at, ends_at, suits)
     moves = np.empty((total, 3), dtype=np.int64)
     features = np.zeros((total, size), dtype=np.float32)
     kept = np.zeros(suit_count, dtype=np.float32)
@@ -110,10 +104,6 @@ def _scored_moves(
     leaves = np.zeros(suit_count, dtype=np.float32)
     m = 0
     for k in range(rows.shape[0]):
-        opening = True
-        for v in range(2 * suit_count):
-            if rows[k, ends_at + v] > 0.5:
-                opening = False
         kept[:] = 0.0
         unseen[:] = 0.0
         for t in range(tiles):
@@ -123,10 +113,8 @@ def _scored_moves(
                 kept[v] += held * suits[t, v]
                 unseen[v] += out * suits[t, v]
         for t in range(tiles):
-            if rows[k, hand_at + t] <= 0.5:
-                continue
             for e in range(2):
-                if not ((opening and e == 0) or (not opening and _shows(rows, k, ends_at + e * suit_count, suits, t))):
+                if not _scored(rows, k, t, e, hand_at, ends_at, suits):
                     continue
                 moves[m, 0], moves[m, 1], moves[m, 2] = k, t, e
                 this_end = ends_at + e * suit_count
@@ -138,20 +126,19 @@ def _scored_moves(
                     features[m, suit_count + v] = rows[k, other_end + v]
                     pips += suits[t, v] * v
                 at = 2 * suit_count
-                for side in range(2):
+                for side in range(2):  # the end the move leaves, then the other end (one-hot by suit)
+                    end = features[m, side * suit_count : (side + 1) * suit_count]
                     mine = 0.0
                     hidden = 0.0
                     for v in range(suit_count):
-                        weight = leaves[v] if side == 0 else rows[k, other_end + v]
-                        mine += weight * (kept[v] - suits[t, v])
-                        hidden += weight * unseen[v]
+                        mine += end[v] * (kept[v] - suits[t, v])
+                        hidden += end[v] * unseen[v]
                     features[m, at] = mine
                     features[m, at + 1] = hidden
                     for r in range(1, players):
                         void = 0.0
                         for v in range(suit_count):
-                            weight = leaves[v] if side == 0 else rows[k, other_end + v]
-                            void += weight * rows[k, voids_at + r * suit_count + v]
+                            void += end[v] * rows[k, voids_at + r * suit_count + v]
                         features[m, at + 1 + r] = void
                     at += 2 + players - 1
                 both = 0.0
@@ -165,9 +152,22 @@ def _scored_moves(
 
 
 @njit(cache=True, nogil=True)
-def _shows(rows: np.ndarray, k: int, end_at: int, suits: np.ndarray, t: int) -> bool:  # pragma: no cover - compiled
-    for v in range(suits.shape[1]):
-        if suits[t, v] > 0 and rows[k, end_at + v] > 0.5:
+def _scored(
+    rows: np.ndarray, k: int, t: int, e: int, hand_at: int, ends_at: int, suits: np.ndarray
+) -> bool:  # pragma: no cover - compiled
+    """Whether row ``k``'s observer can place tile ``t`` on end ``e``: it holds the tile, and the
+    end shows one of its suits or (the opening: no ends yet) the end is the left one."""
+    if rows[k, hand_at + t] <= 0.5:
+        return False
+    suit_count = suits.shape[1]
+    opening = True
+    for v in range(2 * suit_count):
+        if rows[k, ends_at + v] > 0.5:
+            opening = False
+    if opening:
+        return e == 0
+    for v in range(suit_count):
+        if suits[t, v] > 0 and rows[k, ends_at + e * suit_count + v] > 0.5:
             return True
     return False
 
@@ -184,7 +184,8 @@ class MoveScorer:
     out_bias: np.ndarray
 
     @property
-    def hidden(self) -> int:
+    def units(self) -> int:
+        """The scorer's hidden units."""
         return int(self.bias.shape[0])
 
     def scores(
@@ -199,10 +200,33 @@ class MoveScorer:
         return where, inner @ self.out_weight + self.out_bias
 
     def save(self, folder: Path) -> None:
-        np.savez(folder / MOVE_SCORER_WEIGHTS, allow_pickle=False, **self.arrays())
+        np.savez(
+            folder / MOVE_SCORER_WEIGHTS,
+            hidden_weight=self.hidden_weight,
+            move_weight=self.move_weight,
+            bias=self.bias,
+            out_weight=self.out_weight,
+            out_bias=self.out_bias,
+        )
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in _WEIGHT_NAMES}
+
+
+def check_scorer_shapes(arrays: dict[str, np.ndarray], rules: Rules, hidden_layer: int, units: int, where: str) -> None:
+    """ValueError, led by ``where``, unless ``arrays`` are a scorer of ``units`` for a policy whose
+    last hidden layer has ``hidden_layer`` units, under ``rules``."""
+    shapes = {
+        "hidden_weight": (hidden_layer, units),
+        "move_weight": (move_feature_size(rules), units),
+        "bias": (units,),
+        "out_weight": (units,),
+        "out_bias": (),
+    }
+    for name, shape in shapes.items():
+        got = np.shape(arrays[name]) if name in arrays else "nothing"
+        if got != shape:
+            raise ValueError(f"{where}: the move scorer's {name} must have shape {shape}, got {got}")
 
 
 def load_move_scorer(folder: str | Path, rules: Rules, hidden_layer: int, units: int) -> MoveScorer:
@@ -210,14 +234,6 @@ def load_move_scorer(folder: str | Path, rules: Rules, hidden_layer: int, units:
     ``hidden_layer`` units and a scorer of ``units`` (agent.json's); ValueError naming the file
     when it is missing, not plain arrays, or not of those shapes."""
     path = Path(folder) / MOVE_SCORER_WEIGHTS
-    features = move_feature_size(rules)
-    shapes = {
-        "hidden_weight": (hidden_layer, units),
-        "move_weight": (features, units),
-        "bias": (units,),
-        "out_weight": (units,),
-        "out_bias": (),
-    }
     try:
         with np.load(path, allow_pickle=False) as saved:
             arrays = {name: np.asarray(saved[name], dtype=np.float32) for name in _WEIGHT_NAMES if name in saved}
@@ -225,8 +241,5 @@ def load_move_scorer(folder: str | Path, rules: Rules, hidden_layer: int, units:
         raise ValueError(f"{path} is missing: agent.json names a move scorer") from None
     except (OSError, ValueError) as e:
         raise ValueError(f"{path} is not a move scorer's weights: {e}") from None
-    for name, shape in shapes.items():
-        if name not in arrays or arrays[name].shape != shape:
-            got = arrays[name].shape if name in arrays else "nothing"
-            raise ValueError(f"{path}: {name} must have shape {shape}, got {got}")
+    check_scorer_shapes(arrays, rules, hidden_layer, units, str(path))
     return MoveScorer(**arrays)

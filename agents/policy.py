@@ -24,6 +24,7 @@ from block_env.agents.move_scorer import (
     MOVE_SCORER_WEIGHTS,
     MoveScorer,
     check_scored_encoding,
+    check_scorer_shapes,
     load_move_scorer,
 )
 from block_env.files import replace_folder
@@ -318,6 +319,8 @@ def check_averageable(policy: Any, activation: str, members: Sequence[tuple[str,
     state = policy.state_dict()
     shapes = {key: tuple(tensor.shape) for key, tensor in state.items() if key.startswith(ACTOR_KEYS)}
     for name, agent in members:
+        if agent.move_scorer is not None:
+            raise ValueError(f"{name} has a move scorer, which averaging would drop: average the networks before")
         if agent.activation != activation:
             raise ValueError(
                 f"{name} uses activation {agent.activation!r}, not {activation!r}: it cannot be averaged in"
@@ -369,7 +372,7 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
         >>> import tempfile
         >>> from block_env.agents import PRETRAINED_DIR
         >>> with tempfile.TemporaryDirectory() as out:
-        ...     folder = average_agent_folders([PRETRAINED_DIR / "standard", PRETRAINED_DIR / "standard_belief"], out)
+        ...     folder = average_agent_folders([PRETRAINED_DIR / "standard_thirteenth", PRETRAINED_DIR / "standard_belief"], out)
         ...     load_agent_metadata(folder)["observation"]
         'tracked'
     """
@@ -378,12 +381,10 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     target = Path(out)
     check_new_folder(target, "averaging writes a new agent folder")
     first = load_agent_metadata(folders[0])
-    for folder in folders:
-        if MOVE_SCORER in load_agent_metadata(folder):
-            raise ValueError(f"{folder} has a move scorer, which averaging would drop: average the networks before")
     rules = Rules.from_dict(first["rules"])
     agents = [(str(folder), PolicyAgent(rules, observation=first["observation"], path=folder)) for folder in folders]
     policy = build_policy(first)  # a fresh copy: the loaded agents' networks are shared and never changed
+    check_averageable(policy, first["activation"], agents[:1])  # the first member too (average_actors checks the rest)
     policy.load_state_dict(agents[0][1].policy.state_dict())
     average_actors(policy, first["activation"], agents[1:])
     return save_agent(
@@ -447,8 +448,9 @@ class PolicyAgent(Agent):
         )
         self.move_scorer: MoveScorer | None = None
         if MOVE_SCORER in metadata:
-            hidden_layer = self._actor[-1][0].shape[0]
-            self.move_scorer = load_move_scorer(path, self.rules, hidden_layer, metadata[MOVE_SCORER]["hidden"])
+            self.move_scorer = load_move_scorer(
+                path, self.rules, metadata["net_arch"]["pi"][-1], metadata[MOVE_SCORER]["hidden"]
+            )
         self.mirror: bool = metadata.get(MIRROR, False) if mirror is None else mirror
         if not isinstance(self.mirror, bool):
             raise ValueError(f"{self.name}: mirror must be true or false, got {mirror!r}")
@@ -459,7 +461,7 @@ class PolicyAgent(Agent):
 
     def network_only(self) -> PolicyAgent:
         """This agent without its endgame search (agent.json's ``endgame``): every move its
-        network's, as a search reads a trained prior."""
+        network's (with its move scorer, where it has one), as a search reads a trained prior."""
         network = PolicyAgent(
             self.rules,
             observation=self.observation,
@@ -642,31 +644,38 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
     return _copy_with_setting(source, target, metadata, MIRROR, True)
 
 
-def add_move_scorer(source: str | Path, out: str | Path, scorer: MoveScorer) -> Path:
-    """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
-    folder ``source`` with ``scorer`` beside its network (agent.json's ``move_scorer``; see
-    :mod:`block_env.agents.move_scorer`). ValueError, before anything is written, for an agent
-    that already has one, one reading an encoding a scorer cannot read, or a scorer whose
-    shapes do not fit the network."""
-    target = Path(out)
-    check_new_folder(target, "the agent is written to a new folder")
+def scorable_agent(source: str | Path, out: Path) -> dict[str, Any]:
+    """agent.json of the agent folder ``source``, checked to take a move scorer written to
+    ``out``: ValueError for an agent that already has one, one reading an encoding a scorer
+    cannot read, or an ``out`` that already holds files."""
+    check_new_folder(out, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
     if MOVE_SCORER in metadata:
         raise ValueError(f"{source} already has a move scorer")
     check_scored_encoding(metadata["observation"], str(source))
-    hidden_layer = metadata["net_arch"]["pi"][-1]
-    if scorer.hidden_weight.shape[0] != hidden_layer:
-        raise ValueError(
-            f"the move scorer reads a last hidden layer of {scorer.hidden_weight.shape[0]} units; "
-            f"{source}'s has {hidden_layer}"
-        )
+    return metadata
+
+
+def add_move_scorer(
+    source: str | Path, out: str | Path, scorer: MoveScorer, report: dict[str, Any] | None = None
+) -> Path:
+    """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
+    folder ``source`` with ``scorer`` beside its network (agent.json's ``move_scorer``; see
+    :mod:`block_env.agents.move_scorer`), and ``report``, if given, as ``move_scorer.json``.
+    ValueError, before anything is written, for an agent that already has one, one reading an
+    encoding a scorer cannot read, or a scorer whose shapes do not fit the network."""
+    target = Path(out)
+    metadata = scorable_agent(source, target)
+    check_scorer_shapes(
+        scorer.arrays(), Rules.from_dict(metadata["rules"]), metadata["net_arch"]["pi"][-1], scorer.units, str(source)
+    )
     with replace_folder(target) as temporary:
-        (temporary / AGENT_JSON).write_text(
-            json.dumps({**metadata, MOVE_SCORER: {"hidden": scorer.hidden}}, indent=2) + "\n"
-        )
+        settings = {**metadata, MOVE_SCORER: {"hidden": scorer.units}}
+        (temporary / AGENT_JSON).write_text(json.dumps(settings, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
         scorer.save(temporary)
-    load_move_scorer(target, Rules.from_dict(metadata["rules"]), hidden_layer, scorer.hidden)  # it reads back
+        if report is not None:
+            (temporary / "move_scorer.json").write_text(json.dumps(report, indent=2) + "\n")
     return target
 
 

@@ -299,6 +299,7 @@ def cmd_score_moves(args: argparse.Namespace) -> int:
     )
     print(
         f"wrote {args.out}: {args.agent} with a move scorer fitted on {report['fitted_decisions']:,} decisions "
+        f"({report['fitted_rows']:,} rows with their mirror images) "
         f"(pass {report['kept_epoch']} kept; report in {args.out}/move_scorer.json; play it as policy:{args.out})"
     )
     return 0
@@ -579,7 +580,10 @@ def _add_score_moves(sub: Any) -> None:
     p.add_argument("--hidden", type=int, default=64, help="the scorer's hidden units (default: %(default)s)")
     p.add_argument("--epochs", type=int, default=5, help="passes over the decisions (default: %(default)s)")
     p.add_argument(
-        "--learning-rate", type=float, default=3e-4, help="Adam's step, falling linearly to zero (default: %(default)s)"
+        "--learning-rate",
+        type=float,
+        default=3e-4,
+        help="Adam's step on the first pass, falling linearly pass by pass (pass k of n: times 1 - k/n; default: %(default)s)",
     )
     p.add_argument("--batch-size", type=int, default=512, help="decisions per step (default: %(default)s)")
     p.add_argument(

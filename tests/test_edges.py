@@ -301,12 +301,15 @@ def test_the_average_command_writes_the_agents_mean_which_plays_and_never_overwr
     from block_env.agents import PRETRAINED_DIR
 
     out = tmp_path / "soup"
-    assert main(["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", str(out)]) == 0
+    assert (
+        main(["average", "--agents", "pretrained:standard_thirteenth", "pretrained:standard_belief", "--out", str(out)])
+        == 0
+    )
     assert f"play it as policy:{out}" in capsys.readouterr().out
     key = "action_net.weight"
     a, b = (
         torch.load(PRETRAINED_DIR / name / "policy.pth", weights_only=True)[key]
-        for name in ("standard", "standard_belief")
+        for name in ("standard_thirteenth", "standard_belief")
     )
     mean = torch.load(out / "policy.pth", weights_only=True)[key]
     torch.testing.assert_close(mean.double(), (a.double() + b.double()) / 2, rtol=0, atol=1e-7)
@@ -315,7 +318,7 @@ def test_the_average_command_writes_the_agents_mean_which_plays_and_never_overwr
     obs = env.observe(env.agent_selection, "tracked")  # the averaged networks' encoding
     assert obs["action_mask"][make_agent(f"policy:{out}", env.rules, seed=0).act(obs)] == 1
     with pytest.raises(SystemExit) as exit_:
-        main(["average", "--agents", "pretrained:standard", "pretrained:standard_belief", "--out", str(out)])
+        main(["average", "--agents", "pretrained:standard_thirteenth", "pretrained:standard_belief", "--out", str(out)])
     assert exit_.value.code == 2 and "already exists and is not an empty folder" in capsys.readouterr().err
     torch.testing.assert_close(torch.load(out / "policy.pth", weights_only=True)[key], mean, rtol=0, atol=0)
 

@@ -23,6 +23,7 @@ from block_env.agents.policy import (
 )
 from block_env.cli import main
 from block_env.observations import decode_observation, layout_for
+from block_env.training.teaching import held_out_cut, move_value_targets
 
 NETWORK = PRETRAINED_DIR / "standard_thirteenth"  # the shipped network without its move scorer
 
@@ -157,17 +158,22 @@ def test_the_mirror_and_endgame_copies_keep_the_move_scorer_and_averaging_refuse
     )
     endgame = add_endgame_search(scored_agent, tmp_path / "endgame", "search:worlds=4", 2)
     assert load_agent_metadata(endgame)["move_scorer"] == {"hidden": 8}
-    with pytest.raises(ValueError, match="has a move scorer, which averaging would drop"):
-        average_agent_folders([NETWORK, scored_agent], tmp_path / "average")
-    assert not (tmp_path / "average").exists()
+    for folders in ([NETWORK, scored_agent], [scored_agent, NETWORK]):
+        with pytest.raises(ValueError, match="has a move scorer, which averaging would drop"):
+            average_agent_folders(folders, tmp_path / "average")
+        assert not (tmp_path / "average").exists()
 
 
 def test_a_move_scorer_that_does_not_fit_is_refused_with_its_reason(scored_agent, tmp_path):
     rules = Rules.preset("standard")
     with pytest.raises(ValueError, match="already has a move scorer"):
         add_move_scorer(scored_agent, tmp_path / "twice", random_scorer(rules, 256))
-    with pytest.raises(ValueError, match="last hidden layer of 64 units; .* has 256"):
+    with pytest.raises(ValueError, match=r"hidden_weight must have shape \(256, 8\), got \(64, 8\)"):
         add_move_scorer(NETWORK, tmp_path / "narrow", random_scorer(rules, 64))
+    units_disagree = random_scorer(rules, 256)
+    units_disagree = MoveScorer(**{**units_disagree.arrays(), "move_weight": np.zeros((3, 8), np.float32)})
+    with pytest.raises(ValueError, match=r"move_weight must have shape \(50, 8\), got \(3, 8\)"):
+        add_move_scorer(NETWORK, tmp_path / "narrow", units_disagree)
     history = tmp_path / "history_agent"  # agent.json alone: the encoding is refused before any weight is read
     history.mkdir()
     metadata = json.loads(open(NETWORK / "agent.json").read())
@@ -184,7 +190,7 @@ def test_a_move_scorer_that_does_not_fit_is_refused_with_its_reason(scored_agent
     add_move_scorer(NETWORK, broken, random_scorer(rules, 256))
     arrays = dict(np.load(broken / MOVE_SCORER_WEIGHTS))
     np.savez(broken / MOVE_SCORER_WEIGHTS, **{**arrays, "bias": np.zeros(3, np.float32)})
-    with pytest.raises(ValueError, match=r"move_scorer.npz: bias must have shape \(8,\), got \(3,\)"):
+    with pytest.raises(ValueError, match=r"move_scorer.npz: the move scorer's bias must have shape \(8,\), got \(3,\)"):
         make_agent(f"policy:{broken}", "standard")
     (broken / MOVE_SCORER_WEIGHTS).unlink()
     with pytest.raises(ValueError, match="move_scorer.npz is missing"):
@@ -218,11 +224,24 @@ def test_the_score_moves_command_fits_a_scorer_that_plays_and_reports_its_passes
     assert main(args) == 0
     assert f"play it as policy:{out}" in capsys.readouterr().out
     report = json.loads((out / "move_scorer.json").read_text())
-    assert report["fitted_decisions"] > 216 and report["held_out_decisions"] == 24
+    assert report["fitted_decisions"] == 216 and report["fitted_rows"] > 216 and report["held_out_decisions"] == 24
     assert len(report["held_out_by_epoch"]) == 2 and report["kept_epoch"] in (0, 1, 2)
     kept = [report["held_out_before"], *report["held_out_by_epoch"]][report["kept_epoch"]]
     assert kept["loss"] == min(f["loss"] for f in [report["held_out_before"], *report["held_out_by_epoch"]])
     assert load_agent_metadata(out)["move_scorer"] == {"hidden": 4}
+    # The saved scorer, read by the agent in numpy, gives the held-out loss the fit reported.
+    saved = np.load(searched_decisions / "teacher_decisions.npz")
+    held = slice(held_out_cut(len(saved["masks"]), 0.1), None)
+    masks = saved["masks"][held].astype(bool)
+    targets = move_value_targets(np.where(masks, saved["values"][held], np.nan), 1.0)
+    agent_alone = PolicyAgent(Rules.preset("standard"), path=out, mirror=False)
+    logits = np.where(
+        masks,
+        agent_alone.logits(saved["observations"][held][:, : layout_for(Rules.preset("standard"), "tracked").size]),
+        -np.inf,
+    )
+    log_policy = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    assert -(targets * np.where(masks, log_policy, 0.0)).sum(1).mean() == pytest.approx(kept["loss"], abs=1e-5)
     env = raw_env("standard", observation="tracked")
     env.reset(seed=0)
     agent = make_agent(f"policy:{out}", "standard", seed=0)
@@ -252,6 +271,8 @@ def test_the_score_moves_command_refuses_what_it_cannot_fit_before_writing(searc
         (["--epochs", "0"], "--epochs must be a positive int"),
         (["--holdout", "1"], "--holdout must be between 0 and 1"),
         (["--learning-rate", "-1"], "--learning-rate must be a positive"),
+        (["--holdout", "0.001"], "--holdout 0.001 holds out no decision of these files"),
+        (["--learning-rate", "1e-30", "--epochs", "1"], "no pass lowered the held-out loss"),
     ]
     cases.append(([], "--agent: a trained agent is pretrained:NAME or policy:PATH"))
     for extra, message in cases:

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from block_env.agents import trained_agent_folder
-from block_env.agents.move_scorer import MoveScorer, check_scored_encoding, move_feature_size, scored_moves
-from block_env.agents.policy import PolicyAgent, add_move_scorer, check_new_folder, load_agent_metadata
+from block_env.agents.move_scorer import MoveScorer, move_feature_size, scored_moves
+from block_env.agents.policy import PolicyAgent, add_move_scorer, scorable_agent
 from block_env.observations import layout_for
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
@@ -77,7 +77,7 @@ def fit_move_scorer(
     """Fit a move scorer of ``hidden`` units on ``agent``'s frozen network (a trained agent's
     spec, reading "vector" or "tracked") to the move values of the teacher decisions in
     ``decisions`` (softmax(value / ``temperature``) over the legal moves, as ``pretrain.targets:
-    values`` fits them), ``epochs`` passes of Adam at ``learning_rate`` falling linearly to zero,
+    values`` fits them), ``epochs`` passes of Adam, pass k (from 0) at ``learning_rate`` times 1 - k / ``epochs``,
     and write the agent with it to ``out`` (a new folder). Returns the report (also written as
     ``out/move_scorer.json``): the held-out loss and agreement with the teacher's best move
     before the fit and after each pass, and the pass kept. ValueError, before any fitting, for
@@ -94,17 +94,15 @@ def fit_move_scorer(
     if not decisions:
         raise ValueError("--decisions: name one saved set of teacher decisions at least")
     folder = trained_agent_folder(agent)
-    metadata = load_agent_metadata(folder)
-    if "move_scorer" in metadata:
-        raise ValueError(f"{agent} already has a move scorer")
-    check_scored_encoding(metadata["observation"], agent)
-    check_new_folder(Path(out), "the agent is written to a new folder")
+    metadata = scorable_agent(folder, Path(out))
     rules = Rules.from_dict(metadata["rules"])
     observation = metadata["observation"]
     network = PolicyAgent(rules, path=folder, mirror=False, endgame=False)  # the network alone, one reading
     sets = [load_values(path, rules, observation) for path in decisions]
 
     fit, held = _split(sets, holdout)
+    if not len(held["masks"]):
+        raise ValueError(f"--holdout {holdout} holds out no decision of these files: hold out a larger share")
     layout = layout_for(rules, observation)
     tiles = rules.tile_set
     fit_targets = move_value_targets(np.where(fit["masks"], fit["values"], np.nan), temperature)
@@ -148,7 +146,7 @@ def fit_move_scorer(
         )
         scores = inner @ weights["out_weight"] + weights["out_bias"]
         where = torch.from_numpy(rows_of_moves * actions + 2 * moves[:, 1] + moves[:, 2])
-        return (base.reshape(-1) + torch.zeros(base.numel()).index_add(0, where, scores)).reshape(base.shape)
+        return base.reshape(-1).index_add(0, where, scores).reshape(base.shape)
 
     def loss_and_agreement(masks: np.ndarray, targets: np.ndarray, values: np.ndarray | None, out_logits: Any) -> tuple:
         masked = out_logits.masked_fill(~torch.from_numpy(masks), -1e9)
@@ -168,7 +166,8 @@ def fit_move_scorer(
     report: dict[str, Any] = {
         "agent": agent,
         "decisions": [str(path) for path in decisions],
-        "fitted_decisions": len(fit_obs),
+        "fitted_decisions": len(fit["masks"]),
+        "fitted_rows": len(fit_obs),  # with each decision after the opening seen in a mirror
         "held_out_decisions": len(held["masks"]),
         "hidden": hidden,
         "epochs": epochs,
@@ -189,7 +188,7 @@ def fit_move_scorer(
     for epoch in range(epochs):
         order = order_generator.permutation(len(fit_obs))
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate * (1 - epoch / epochs)  # falls linearly over the passes
+            group["lr"] = learning_rate * (1 - epoch / epochs)  # a step per pass, falling linearly
         for batch in range(batches):
             rows = np.sort(order[batch * batch_size : (batch + 1) * batch_size])
             starts, counts = fit_first[rows], fit_first[rows + 1] - fit_first[rows]
@@ -211,9 +210,13 @@ def fit_move_scorer(
             )
     report["kept_epoch"] = best[1]
     report["seconds"] = round(time.perf_counter() - started, 1)
+    if best[1] == 0:
+        raise ValueError(
+            f"no pass lowered the held-out loss ({_figures(report['held_out_before'])} before the fit): "
+            "the scorer adds nothing to this network, and nothing was written"
+        )
     scorer = MoveScorer(**{name: tensor.numpy().astype(np.float32) for name, tensor in best[2].items()})
-    add_move_scorer(folder, out, scorer)
-    (Path(out) / "move_scorer.json").write_text(json.dumps(report, indent=2) + "\n")
+    add_move_scorer(folder, out, scorer, report)
     return report
 
 

@@ -916,6 +916,8 @@ def init_from_agent(model: Any, config: TrainConfig) -> None:
     source = make_agent(config.pretrain.init_from, rules)
     if not isinstance(source, PolicyAgent):
         raise ValueError(f"pretrain.init_from must name a trained agent, got {config.pretrain.init_from!r}")
+    if source.move_scorer is not None:  # the learner is a plain network: say what it does not get
+        print(f"warm start: {config.pretrain.init_from}'s network alone, without its move scorer", flush=True)
     if source.activation != config.ppo.activation:
         raise ValueError(
             f"pretrain.init_from {config.pretrain.init_from!r}: its network uses activation {source.activation!r}, "
