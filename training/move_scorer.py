@@ -81,7 +81,8 @@ def fit_move_scorer(
     and write the agent with it to ``out`` (a new folder). Returns the report (also written as
     ``out/move_scorer.json``): the held-out loss and agreement with the teacher's best move
     before the fit and after each pass, and the pass kept. ValueError, before any fitting, for
-    a bad option, an agent that already has a scorer, or a file that does not fit the agent."""
+    a bad option, an agent that already has a scorer, or a file that does not fit the agent;
+    and after it, with nothing written, where no pass lowered the held-out loss."""
     import torch
 
     for option, value in (("--hidden", hidden), ("--epochs", epochs), ("--batch-size", batch_size)):
