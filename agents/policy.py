@@ -365,8 +365,8 @@ def average_agent_folders(folders: Sequence[str | Path], out: str | Path) -> Pat
     """Write to ``out`` (a folder that does not exist yet, or is empty) an agent whose policy
     is the weight average of the agent folders' (:func:`average_actors`); its value head, and
     agent.json's ``value_scale``, are the first folder's. The folders must share rules,
-    encoding, network shape and activation (ValueError names the first that does not); two at
-    least.
+    encoding, network shape and activation, and none may have a move scorer (ValueError names
+    the first that does not); two at least.
 
     Examples:
         >>> import tempfile

@@ -299,8 +299,8 @@ def cmd_score_moves(args: argparse.Namespace) -> int:
     )
     print(
         f"wrote {args.out}: {args.agent} with a move scorer fitted on {report['fitted_decisions']:,} decisions "
-        f"({report['fitted_rows']:,} rows with their mirror images) "
-        f"(pass {report['kept_epoch']} kept; report in {args.out}/move_scorer.json; play it as policy:{args.out})"
+        f"({report['fitted_rows']:,} rows with their mirror images; pass {report['kept_epoch']} kept; "
+        f"report in {args.out}/move_scorer.json; play it as policy:{args.out})"
     )
     return 0
 
@@ -583,7 +583,7 @@ def _add_score_moves(sub: Any) -> None:
         "--learning-rate",
         type=float,
         default=3e-4,
-        help="Adam's step on the first pass, falling linearly pass by pass (pass k of n: times 1 - k/n; default: %(default)s)",
+        help="Adam's step on the first pass; pass k (from 1) of n runs at it times 1 - (k-1)/n (default: %(default)s)",
     )
     p.add_argument("--batch-size", type=int, default=512, help="decisions per step (default: %(default)s)")
     p.add_argument(

@@ -77,12 +77,13 @@ def fit_move_scorer(
     """Fit a move scorer of ``hidden`` units on ``agent``'s frozen network (a trained agent's
     spec, reading "vector" or "tracked") to the move values of the teacher decisions in
     ``decisions`` (softmax(value / ``temperature``) over the legal moves, as ``pretrain.targets:
-    values`` fits them), ``epochs`` passes of Adam, pass k (from 0) at ``learning_rate`` times 1 - k / ``epochs``,
+    values`` fits them), ``epochs`` passes of Adam, pass k (from 1) at ``learning_rate`` times 1 - (k - 1) / ``epochs``,
     and write the agent with it to ``out`` (a new folder). Returns the report (also written as
     ``out/move_scorer.json``): the held-out loss and agreement with the teacher's best move
     before the fit and after each pass, and the pass kept. ValueError, before any fitting, for
-    a bad option, an agent that already has a scorer, or a file that does not fit the agent;
-    and after it, with nothing written, where no pass lowered the held-out loss."""
+    a bad option, an agent that already has a scorer, a file that does not fit the agent, or a
+    ``holdout`` that holds out nothing or leaves nothing to fit; and after it, with nothing
+    written, where no pass lowered the held-out loss."""
     import torch
 
     for option, value in (("--hidden", hidden), ("--epochs", epochs), ("--batch-size", batch_size)):
@@ -104,6 +105,8 @@ def fit_move_scorer(
     fit, held = _split(sets, holdout)
     if not len(held["masks"]):
         raise ValueError(f"--holdout {holdout} holds out no decision of these files: hold out a larger share")
+    if not len(fit["masks"]):
+        raise ValueError(f"--holdout {holdout} leaves no decision of these files to fit: hold out a smaller share")
     layout = layout_for(rules, observation)
     tiles = rules.tile_set
     fit_targets = move_value_targets(np.where(fit["masks"], fit["values"], np.nan), temperature)
@@ -213,8 +216,9 @@ def fit_move_scorer(
     report["seconds"] = round(time.perf_counter() - started, 1)
     if best[1] == 0:
         raise ValueError(
-            f"no pass lowered the held-out loss ({_figures(report['held_out_before'])} before the fit): "
-            "the scorer adds nothing to this network, and nothing was written"
+            f"no pass lowered the held-out loss ({_figures(report['held_out_before'])} before the fit, at best "
+            f"{min(f['loss'] for f in report['held_out_by_epoch']):.4f} after a pass): the scorer adds nothing "
+            "to this network, and nothing was written"
         )
     scorer = MoveScorer(**{name: tensor.numpy().astype(np.float32) for name, tensor in best[2].items()})
     add_move_scorer(folder, out, scorer, report)

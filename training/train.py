@@ -1065,7 +1065,7 @@ def averaging_members(config: TrainConfig) -> list[tuple[str, PolicyAgent]]:
     """``pretrain.average_with``'s agents, by spec, loaded and checked against the network the
     config gives the learner (:func:`~block_env.agents.policy.check_averageable`), so that a run
     refuses them before its teacher games rather than after: ValueError names a member of other
-    rules, encoding, layers or activation."""
+    rules, encoding, layers or activation, or one with a move scorer."""
     if not config.pretrain.average_with:
         return []
     rules = config.resolved_rules()
