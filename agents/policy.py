@@ -11,7 +11,7 @@ import functools
 import json
 import shutil
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -173,9 +173,8 @@ def load_agent_metadata(path: str | Path) -> dict[str, Any]:
         check_endgame(metadata[ENDGAME], str(meta_path))
     if MOVE_SCORER in metadata:
         settings = metadata[MOVE_SCORER]
-        if not (isinstance(settings, dict) and set(settings) == {"hidden"} and type(settings["hidden"]) is int):
-            raise bad(MOVE_SCORER, '{"hidden": units} (a positive int), or absent')
-        if settings["hidden"] < 1:
+        units = settings.get("hidden") if isinstance(settings, dict) and set(settings) == {"hidden"} else None
+        if type(units) is not int or units < 1:
             raise bad(MOVE_SCORER, '{"hidden": units} (a positive int), or absent')
         check_scored_encoding(metadata["observation"], f"{meta_path}: {MOVE_SCORER}")
     if MIRROR in metadata:
@@ -669,14 +668,13 @@ def add_move_scorer(
     check_scorer_shapes(
         scorer.arrays(), Rules.from_dict(metadata["rules"]), metadata["net_arch"]["pi"][-1], scorer.units, str(source)
     )
-    with replace_folder(target) as temporary:
-        settings = {**metadata, MOVE_SCORER: {"hidden": scorer.units}}
-        (temporary / AGENT_JSON).write_text(json.dumps(settings, indent=2) + "\n")
-        shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
-        scorer.save(temporary)
+
+    def scorer_files(folder: Path) -> None:
+        scorer.save(folder)
         if report is not None:
-            (temporary / "move_scorer.json").write_text(json.dumps(report, indent=2) + "\n")
-    return target
+            (folder / "move_scorer.json").write_text(json.dumps(report, indent=2) + "\n")
+
+    return _copy_with_setting(source, target, metadata, MOVE_SCORER, {"hidden": scorer.units}, scorer_files)
 
 
 def mirror_columns_of(rules: Rules, observation: str, where: str) -> np.ndarray:
@@ -688,13 +686,23 @@ def mirror_columns_of(rules: Rules, observation: str, where: str) -> np.ndarray:
         raise ValueError(f"{where}: {e}") from None
 
 
-def _copy_with_setting(source: str | Path, target: Path, metadata: dict[str, Any], key: str, value: Any) -> Path:
-    """Write ``source``'s weights and its agent.json with ``key`` set to ``value`` into ``target``."""
+def _copy_with_setting(
+    source: str | Path,
+    target: Path,
+    metadata: dict[str, Any],
+    key: str,
+    value: Any,
+    also: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write ``source``'s weights (its move scorer's too) and its agent.json with ``key`` set to
+    ``value`` into ``target``; ``also`` writes more files into the folder before it is in place."""
     with replace_folder(target) as temporary:
         (temporary / AGENT_JSON).write_text(json.dumps({**metadata, key: value}, indent=2) + "\n")
         shutil.copyfile(Path(source) / POLICY_WEIGHTS, temporary / POLICY_WEIGHTS)
         if MOVE_SCORER in metadata:
             shutil.copyfile(Path(source) / MOVE_SCORER_WEIGHTS, temporary / MOVE_SCORER_WEIGHTS)
+        if also is not None:
+            also(temporary)
     return target
 
 

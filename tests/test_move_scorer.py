@@ -264,8 +264,11 @@ def test_the_score_moves_command_refuses_what_it_cannot_fit_before_writing(searc
     )
     no_values = tmp_path / "choices.npz"
     np.savez(no_values, **{k: v for k, v in saved.items() if k != "values"})
+    damaged = tmp_path / "damaged.npz"
+    damaged.write_bytes(b"PK\x03\x04 not a zip archive")
     cases = [
         (["--decisions", str(tmp_path / "none.npz")], "no file"),
+        (["--decisions", str(damaged)], "is not a saved set of teacher decisions"),
         (["--decisions", str(other_rules)], "was made under rules"),
         (["--decisions", str(no_values)], "holds no move values"),
         (["--epochs", "0"], "--epochs must be a positive int"),

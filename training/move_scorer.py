@@ -10,7 +10,6 @@ of each file is held out, and the pass with the lowest held-out loss is kept.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +23,13 @@ from block_env.agents.policy import PolicyAgent, add_move_scorer, scorable_agent
 from block_env.observations import layout_for
 from block_env.rules import Rules
 from block_env.seeding import derive_seed
-from block_env.training.teaching import held_out_cut, move_value_targets, with_mirrored
+from block_env.training.teaching import (
+    decisions_about,
+    held_out_cut,
+    move_value_targets,
+    opened_decisions,
+    with_mirrored,
+)
 from block_env.validation import check_number
 
 
@@ -34,16 +39,8 @@ def load_values(path: str | Path, rules: Rules, observation: str) -> dict[str, n
     not a set of teacher decisions, made under other rules or another encoding, or without
     move values (its teacher was not a search)."""
     name = str(path)
-    try:
-        saved = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"--decisions: no file {name!r}") from None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"--decisions: {name!r} is not a saved set of teacher decisions: {e}") from None
-    with saved:
-        if not isinstance(saved, np.lib.npyio.NpzFile) or "about" not in saved.files:
-            raise ValueError(f"--decisions: {name!r} is not a saved set of teacher decisions (no 'about')")
-        about = json.loads(str(saved["about"]))
+    with opened_decisions(path, "--decisions") as saved:
+        about = decisions_about(saved, path, "--decisions")
         if about.get("rules") != rules.as_dict() or about.get("observation") != observation:
             raise ValueError(
                 f"--decisions: {name!r} was made under rules {about.get('rules')} with the "

@@ -201,7 +201,7 @@ def check_decisions(path: str | Path, config: TrainConfig) -> None:
     """ValueError, naming ``path``, unless it holds teacher decisions saved under ``config``'s
     settings (the same rules, encoding, critic and reward units) with every array fitting
     reads (move values when it fits to them). Reads the file's header, not its arrays."""
-    with _opened(path) as saved:
+    with opened_decisions(path) as saved:
         _check_saved(saved, path, config)
 
 
@@ -209,7 +209,7 @@ def load_decisions(path: str | Path, config: TrainConfig, width: int, actions: i
     """The teacher decisions saved at ``path`` by an earlier run, checked as
     :func:`check_decisions` does and to fit a learner reading ``width`` inputs with ``actions``
     actions; only the arrays fitting reads."""
-    with _opened(path) as saved:
+    with opened_decisions(path) as saved:
         keys = _check_saved(saved, path, config)
         data = {key: saved[key] for key in keys}
     shape = data["observations"].shape[1:], data["masks"].shape[1:]
@@ -221,29 +221,42 @@ def load_decisions(path: str | Path, config: TrainConfig, width: int, actions: i
     return data
 
 
-def _named(path: str | Path) -> str:
-    return f"pretrain.earlier_decisions: {str(path)!r}"
+#: Where a set of teacher decisions is named, by default (what their errors lead with).
+EARLIER_DECISIONS = "pretrain.earlier_decisions"
 
 
-def _opened(path: str | Path) -> Any:
-    """The ``.npz`` at ``path``, open; ValueError naming it when it is missing or not one."""
+def _named(path: str | Path, option: str = EARLIER_DECISIONS) -> str:
+    return f"{option}: {str(path)!r}"
+
+
+def opened_decisions(path: str | Path, option: str = EARLIER_DECISIONS) -> Any:
+    """The ``.npz`` of teacher decisions at ``path``, open; ValueError led by ``option`` (where
+    it was named) when it is missing or not one."""
     try:
         saved = np.load(path)
     except FileNotFoundError:
-        raise ValueError(f"pretrain.earlier_decisions: no file {str(path)!r}") from None
+        raise ValueError(f"{option}: no file {str(path)!r}") from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions: {e}") from None
+        raise ValueError(f"{_named(path, option)} is not a saved set of teacher decisions: {e}") from None
     if not isinstance(saved, np.lib.npyio.NpzFile):
-        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions (a single array)")
+        raise ValueError(f"{_named(path, option)} is not a saved set of teacher decisions (a single array)")
     return saved
+
+
+def decisions_about(saved: Any, path: str | Path, option: str = EARLIER_DECISIONS) -> dict[str, Any]:
+    """The header of open teacher decisions (:func:`save_decisions`' ``about``): the settings
+    they hold under and where they came from; ValueError led by ``option`` when it is unreadable."""
+    try:
+        return json.loads(str(saved["about"]))
+    except (KeyError, ValueError) as e:
+        raise ValueError(
+            f"{_named(path, option)} is not a saved set of teacher decisions (no readable 'about': {e})"
+        ) from None
 
 
 def _check_saved(saved: Any, path: str | Path, config: TrainConfig) -> tuple[str, ...]:
     """The arrays of ``saved`` that fitting under ``config`` reads, after checking its header."""
-    try:
-        about = json.loads(str(saved["about"]))
-    except (KeyError, ValueError) as e:
-        raise ValueError(f"{_named(path)} is not a saved set of teacher decisions (no readable 'about': {e})") from None
+    about = decisions_about(saved, path)
     for key, value in decisions_signature(config).items():
         if about.get(key) != value:
             raise ValueError(f"{_named(path)} was made with {key} {about.get(key)!r}, this run has {value!r}")
