@@ -1,7 +1,12 @@
 """Continue a scored agent's move scorer on more teacher decisions, its network frozen, and
-write the agent with the refitted scorer: python continue_scorer.py AGENT_FOLDER OUT PASSES
-STEP DECISIONS.npz ... (the last tenth of each file held out, the pass with the lowest held-out
-loss kept, the step falling linearly from STEP over the passes, seed 38 for the batches)."""
+write the agent with the refitted scorer to OUT: python continue_scorer.py AGENT_FOLDER OUT
+PASSES STEP DECISIONS.npz ... (the last tenth of each file held out, the pass with the lowest
+held-out loss kept, the step falling linearly from STEP over the passes, seed 38 for the
+batches). It prints the held-out figures before the fit and after each pass, one JSON line
+each; where no pass lowers the held-out loss it writes nothing.
+
+It repeats the package's ``block_env.training.move_scorer.fit_move_scorer`` but for its start
+(the agent's own scorer, not a new one), as that function fits only an agent without a scorer."""
 
 import json
 import shutil
@@ -19,7 +24,13 @@ from block_env.seeding import derive_seed
 from block_env.training.move_scorer import load_values
 from block_env.training.teaching import held_out_cut, move_value_targets, with_mirrored
 
+if len(sys.argv) < 6:
+    sys.exit(__doc__)
 folder, out, passes, step = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+if out.exists():
+    sys.exit(f"{out} already exists")
+if passes < 1 or not step > 0:
+    sys.exit(f"PASSES must be 1 or more and STEP above 0, got {sys.argv[3]!r} and {sys.argv[4]!r}")
 metadata = json.loads((folder / "agent.json").read_text())
 rules, observation = Rules.from_dict(metadata["rules"]), metadata["observation"]
 agent = PolicyAgent(rules, path=folder, mirror=False, endgame=False)
@@ -97,7 +108,7 @@ for done in range(passes):
     for group in optimizer.param_groups:
         group["lr"] = step * (1 - done / passes)
     order = order_generator.permutation(len(fit_obs))
-    for batch in range(len(fit_obs) // 512):
+    for batch in range(len(fit_obs) // 512 or 1):
         rows = np.sort(order[batch * 512 : (batch + 1) * 512])
         starts, counts = fit_first[rows], fit_first[rows + 1] - fit_first[rows]
         local = np.repeat(np.arange(len(rows)), counts)
