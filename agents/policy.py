@@ -395,7 +395,9 @@ class PolicyAgent(Agent):
     """Plays a saved MaskablePPO policy, always passing the action mask: its best legal move
     (``deterministic``) or a draw from its distribution over the legal moves. Where agent.json
     names an ``endgame`` search (:func:`add_endgame_search`), that search decides the late moves
-    it names; ``endgame=False`` (or :meth:`network_only`) plays the network alone.
+    it names; ``endgame=False`` (or :meth:`network_only`) plays the network alone. Where it
+    names a ``move_scorer`` (:func:`add_move_scorer`), the scorer's scores join the network's
+    logits; ``move_scorer=False`` reads the network's logits alone.
 
     ``mirror`` (by default agent.json's ``mirror``, else False) reads each position after the
     opening both ways round: the network's logits for it and, moved back onto the same ends,
@@ -424,6 +426,7 @@ class PolicyAgent(Agent):
         deterministic: bool = True,
         endgame: bool = True,
         mirror: bool | None = None,
+        move_scorer: bool = True,
     ) -> None:
         if path is None:
             raise ValueError("the policy agent needs the path of an agent folder (policy:PATH)")
@@ -446,7 +449,7 @@ class PolicyAgent(Agent):
             _EndgameSearch(metadata[ENDGAME], self.rules, reads, path) if endgame and ENDGAME in metadata else None
         )
         self.move_scorer: MoveScorer | None = None
-        if MOVE_SCORER in metadata:
+        if move_scorer and MOVE_SCORER in metadata:
             self.move_scorer = load_move_scorer(
                 path, self.rules, metadata["net_arch"]["pi"][-1], metadata[MOVE_SCORER]["hidden"]
             )
@@ -468,6 +471,7 @@ class PolicyAgent(Agent):
             deterministic=self.deterministic,
             endgame=False,
             mirror=self.mirror,
+            move_scorer=self.move_scorer is not None,
         )
         network.rng.setstate(self.rng.getstate())  # the same draws, where it samples its moves
         return network
@@ -643,28 +647,36 @@ def play_both_ways(source: str | Path, out: str | Path) -> Path:
     return _copy_with_setting(source, target, metadata, MIRROR, True)
 
 
-def scorable_agent(source: str | Path, out: Path) -> dict[str, Any]:
+def scorable_agent(source: str | Path, out: Path, replacing: bool = False) -> dict[str, Any]:
     """agent.json of the agent folder ``source``, checked to take a move scorer written to
-    ``out``: ValueError for an agent that already has one, one reading an encoding a scorer
-    cannot read, or an ``out`` that already holds files."""
+    ``out`` (with ``replacing``, in place of its own): ValueError for an agent that already has
+    one (with ``replacing``, one that has none), one reading an encoding a scorer cannot read,
+    or an ``out`` that already holds files."""
     check_new_folder(out, "the agent is written to a new folder")
     metadata = load_agent_metadata(source)
-    if MOVE_SCORER in metadata:
+    if replacing and MOVE_SCORER not in metadata:
+        raise ValueError(f"{source} has no move scorer to fit further")
+    if not replacing and MOVE_SCORER in metadata:
         raise ValueError(f"{source} already has a move scorer")
     check_scored_encoding(metadata["observation"], str(source))
     return metadata
 
 
 def add_move_scorer(
-    source: str | Path, out: str | Path, scorer: MoveScorer, report: dict[str, Any] | None = None
+    source: str | Path,
+    out: str | Path,
+    scorer: MoveScorer,
+    report: dict[str, Any] | None = None,
+    replacing: bool = False,
 ) -> Path:
     """Write to ``out`` (a folder that does not exist yet, or is empty) a copy of the agent
     folder ``source`` with ``scorer`` beside its network (agent.json's ``move_scorer``; see
-    :mod:`block_env.agents.move_scorer`), and ``report``, if given, as ``move_scorer.json``.
-    ValueError, before anything is written, for an agent that already has one, one reading an
+    :mod:`block_env.agents.move_scorer`; with ``replacing``, in place of the agent's own), and
+    ``report``, if given, as ``move_scorer.json``. ValueError, before anything is written, for
+    an agent that already has one (with ``replacing``, one that has none), one reading an
     encoding a scorer cannot read, or a scorer whose shapes do not fit the network."""
     target = Path(out)
-    metadata = scorable_agent(source, target)
+    metadata = scorable_agent(source, target, replacing)
     check_scorer_shapes(
         scorer.arrays(), Rules.from_dict(metadata["rules"]), metadata["net_arch"]["pi"][-1], scorer.units, str(source)
     )

@@ -296,9 +296,11 @@ def cmd_score_moves(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         holdout=args.holdout,
         seed=args.seed,
+        continuing=args.continuing,
     )
     print(
-        f"wrote {args.out}: {args.agent} with a move scorer fitted on {report['fitted_decisions']:,} decisions "
+        f"wrote {args.out}: {args.agent} with {'its move scorer fitted further' if args.continuing else 'a move scorer fitted'} "
+        f"on {report['fitted_decisions']:,} decisions "
         f"({report['fitted_rows']:,} rows with their mirror images; pass {report['kept_epoch']} kept; "
         f"report in {args.out}/move_scorer.json; play it as policy:{args.out})"
     )
@@ -577,7 +579,15 @@ def _add_score_moves(sub: Any) -> None:
         help="teacher decisions saved by training runs (RUN/teacher_decisions.npz), with move values",
     )
     p.add_argument("--out", required=True, help="the new agent folder (must not exist yet, or be empty)")
-    p.add_argument("--hidden", type=int, default=64, help="the scorer's hidden units (default: %(default)s)")
+    p.add_argument(
+        "--continue",
+        dest="continuing",
+        action="store_true",
+        help="fit the agent's own move scorer further, from its weights, in place of a new one",
+    )
+    p.add_argument(
+        "--hidden", type=int, default=None, help="the scorer's hidden units (default: 64; with --continue, its own)"
+    )
     p.add_argument("--epochs", type=int, default=5, help="passes over the decisions (default: %(default)s)")
     p.add_argument(
         "--learning-rate",
@@ -599,7 +609,10 @@ def _add_score_moves(sub: Any) -> None:
         help="share of each file held out to choose the pass kept (default: %(default)s)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="the scorer's first weights and batch order (default: %(default)s)"
+        "--seed",
+        type=int,
+        default=0,
+        help="the scorer's first weights (not with --continue) and batch order (default: %(default)s)",
     )
     p.set_defaults(func=cmd_score_moves)
 

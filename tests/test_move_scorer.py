@@ -130,6 +130,10 @@ def test_an_agent_with_a_move_scorer_adds_its_scores_to_the_legal_moves_logits(s
     legal = masks.astype(bool)
     legal[:, rules.tile_set.pass_action] = False
     assert np.all(difference[~legal] == 0) and np.all(np.abs(difference[legal]) > 0)
+    # Read without its scorer (and so its network-only copy), the agent is the network itself.
+    without = PolicyAgent(rules, path=scored_agent, mirror=False, move_scorer=False)
+    assert np.array_equal(without.logits(observations), network.logits(observations))
+    assert without.network_only().move_scorer is None and scored.network_only().move_scorer is not None
     # A scorer whose output weights are zero is the network itself, bit for bit.
     zero = add_move_scorer(NETWORK, tmp_path / "zero", random_scorer(rules, 256, zero_out=True))
     assert np.array_equal(
@@ -250,6 +254,45 @@ def test_the_score_moves_command_fits_a_scorer_that_plays_and_reports_its_passes
         action = agent.act(obs)
         assert obs["action_mask"][action] == 1
         env.step(action)
+
+
+def test_score_moves_continue_fits_the_agents_own_scorer_further_from_its_weights(searched_decisions, tmp_path, capsys):
+    kept = str(searched_decisions / "teacher_decisions.npz")
+    first, further = tmp_path / "first", tmp_path / "further"
+    options = ["--decisions", kept, "--epochs", "1", "--batch-size", "32", "--learning-rate", "0.003"]
+    args = ["score-moves", "--agent", f"policy:{searched_decisions / 'step_0'}", "--out", str(first)]
+    assert main([*args, "--hidden", "4", *options]) == 0
+    assert main(["score-moves", "--agent", f"policy:{first}", "--continue", "--out", str(further), *options]) == 0
+    assert "with its move scorer fitted further" in capsys.readouterr().out
+    before, after = (json.loads((folder / "move_scorer.json").read_text()) for folder in (first, further))
+    # It starts where the first fit ended: the same network, read alone, plus the first scorer.
+    assert after["continued"] is True and before["continued"] is False
+    first_loss = [before["held_out_before"], *before["held_out_by_epoch"]][before["kept_epoch"]]["loss"]
+    assert after["held_out_before"]["loss"] == pytest.approx(first_loss, abs=1e-6)
+    assert after["kept_epoch"] == 1 and after["held_out_by_epoch"][0]["loss"] < first_loss
+    assert load_agent_metadata(further) == load_agent_metadata(first)  # its units and the rest
+    assert (further / "policy.pth").read_bytes() == (first / "policy.pth").read_bytes()
+    first_arrays, further_arrays = (np.load(folder / MOVE_SCORER_WEIGHTS) for folder in (first, further))
+    assert not np.array_equal(first_arrays["move_weight"], further_arrays["move_weight"])
+
+
+def test_score_moves_continue_refuses_an_agent_without_a_scorer_and_other_units(searched_decisions, tmp_path, capsys):
+    kept = str(searched_decisions / "teacher_decisions.npz")
+    scored = tmp_path / "scored"
+    base = ["score-moves", "--decisions", kept, "--epochs", "1", "--batch-size", "32", "--learning-rate", "0.003"]
+    assert (
+        main([*base, "--agent", f"policy:{searched_decisions / 'step_0'}", "--hidden", "4", "--out", str(scored)]) == 0
+    )
+    for agent, extra, message in (
+        (searched_decisions / "step_0", [], "has no move scorer to fit further"),
+        (scored, ["--hidden", "8"], "--hidden 8: the scorer fitted further keeps its 4 units"),
+        (scored, [], None),  # without --continue: refused as before
+    ):
+        flags = ["--continue", *extra] if message else []
+        with pytest.raises(SystemExit) as exit_:
+            main([*base, "--agent", f"policy:{agent}", "--out", str(tmp_path / "out"), *flags])
+        assert exit_.value.code == 2 and (message or "already has a move scorer") in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
 
 
 def test_the_score_moves_command_refuses_what_it_cannot_fit_before_writing(searched_decisions, tmp_path, capsys):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from block_env.agents import trained_agent_folder
-from block_env.agents.move_scorer import MoveScorer, move_feature_size, scored_moves
+from block_env.agents.move_scorer import MOVE_SCORER, MoveScorer, load_move_scorer, move_feature_size, scored_moves
 from block_env.agents.policy import PolicyAgent, add_move_scorer, scorable_agent
 from block_env.observations import layout_for
 from block_env.rules import Rules
@@ -62,7 +62,7 @@ def fit_move_scorer(
     agent: str,
     decisions: Sequence[str | Path],
     out: str | Path,
-    hidden: int = 64,
+    hidden: int | None = None,
     epochs: int = 5,
     learning_rate: float = 3e-4,
     batch_size: int = 512,
@@ -70,20 +70,27 @@ def fit_move_scorer(
     holdout: float = 0.1,
     seed: int = 0,
     progress: bool = True,
+    continuing: bool = False,
 ) -> dict[str, Any]:
-    """Fit a move scorer of ``hidden`` units on ``agent``'s frozen network (a trained agent's
-    spec, reading "vector" or "tracked") to the move values of the teacher decisions in
+    """Fit a move scorer of ``hidden`` units (default 64) on ``agent``'s frozen network (a trained agent's
+    spec, reading "vector" or "tracked"; with ``continuing``, the agent's own scorer further,
+    from its weights and of its units, in place of a new one) to the move values of the teacher decisions in
     ``decisions`` (softmax(value / ``temperature``) over the legal moves, as ``pretrain.targets:
     values`` fits them), ``epochs`` passes of Adam, pass k (from 1) at ``learning_rate`` times 1 - (k - 1) / ``epochs``,
     and write the agent with it to ``out`` (a new folder). Returns the report (also written as
     ``out/move_scorer.json``): the held-out loss and agreement with the teacher's best move
     before the fit and after each pass, and the pass kept. ValueError, before any fitting, for
-    a bad option, an agent that already has a scorer, a file that does not fit the agent, or a
+    a bad option, an agent that already has a scorer (with ``continuing``: one that has none,
+    or a ``hidden`` other than its scorer's), a file that does not fit the agent, or a
     ``holdout`` that holds out nothing or leaves nothing to fit; and after it, with nothing
     written, where no pass lowered the held-out loss."""
     import torch
 
-    for option, value in (("--hidden", hidden), ("--epochs", epochs), ("--batch-size", batch_size)):
+    for option, value in (
+        ("--hidden", 64 if hidden is None else hidden),
+        ("--epochs", epochs),
+        ("--batch-size", batch_size),
+    ):
         if type(value) is not int or value < 1:
             raise ValueError(f"{option} must be a positive int, got {value!r}")
     check_number("--learning-rate", learning_rate, positive=True)
@@ -93,10 +100,18 @@ def fit_move_scorer(
     if not decisions:
         raise ValueError("--decisions: name one saved set of teacher decisions at least")
     folder = trained_agent_folder(agent)
-    metadata = scorable_agent(folder, Path(out))
+    metadata = scorable_agent(folder, Path(out), replacing=continuing)
     rules = Rules.from_dict(metadata["rules"])
     observation = metadata["observation"]
-    network = PolicyAgent(rules, path=folder, mirror=False, endgame=False)  # the network alone, one reading
+    start = None  # with continuing, the agent's own scorer, fitted further
+    units: int = 64 if hidden is None else hidden
+    if continuing:
+        units = metadata[MOVE_SCORER]["hidden"]
+        if hidden not in (None, units):
+            raise ValueError(f"--hidden {hidden}: the scorer fitted further keeps its {units} units")
+        start = load_move_scorer(folder, rules, metadata["net_arch"]["pi"][-1], units)
+    # The network alone, one reading: the scorer's scores are what is fitted.
+    network = PolicyAgent(rules, path=folder, mirror=False, endgame=False, move_scorer=False)
     sets = [load_values(path, rules, observation) for path in decisions]
 
     fit, held = _split(sets, holdout)
@@ -122,16 +137,18 @@ def fit_move_scorer(
 
     fit_hidden, fit_base = frozen(fit_obs)
     held_hidden, held_base = frozen(held["observations"])
-    units_in = fit_hidden.shape[1] + move_feature_size(rules)
-    generator = torch.Generator().manual_seed(derive_seed(seed, "move_scorer"))
-    bound = 1.0 / np.sqrt(units_in)
-    weights = {
-        "hidden_weight": (torch.rand(fit_hidden.shape[1], hidden, generator=generator) * 2 - 1) * bound,
-        "move_weight": (torch.rand(move_feature_size(rules), hidden, generator=generator) * 2 - 1) * bound,
-        "bias": (torch.rand(hidden, generator=generator) * 2 - 1) * bound,
-        "out_weight": torch.zeros(hidden),  # it starts as the network alone
-        "out_bias": torch.zeros(()),
-    }
+    if start is None:
+        generator = torch.Generator().manual_seed(derive_seed(seed, "move_scorer"))
+        bound = 1.0 / np.sqrt(fit_hidden.shape[1] + move_feature_size(rules))
+        weights = {
+            "hidden_weight": (torch.rand(fit_hidden.shape[1], units, generator=generator) * 2 - 1) * bound,
+            "move_weight": (torch.rand(move_feature_size(rules), units, generator=generator) * 2 - 1) * bound,
+            "bias": (torch.rand(units, generator=generator) * 2 - 1) * bound,
+            "out_weight": torch.zeros(units),  # it starts as the network alone
+            "out_bias": torch.zeros(()),
+        }
+    else:
+        weights = {name: torch.from_numpy(array.astype(np.float32)) for name, array in start.arrays().items()}
     for tensor in weights.values():
         tensor.requires_grad_(True)
     optimizer = torch.optim.Adam(list(weights.values()), lr=learning_rate)
@@ -170,13 +187,14 @@ def fit_move_scorer(
         "fitted_decisions": len(fit["masks"]),
         "fitted_rows": len(fit_obs),  # with each decision after the opening seen in a mirror
         "held_out_decisions": len(held["masks"]),
-        "hidden": hidden,
+        "hidden": units,
         "epochs": epochs,
         "learning_rate": learning_rate,
         "batch_size": batch_size,
         "temperature": temperature,
         "holdout": holdout,
         "seed": seed,
+        "continued": continuing,
         "held_out_before": held_out(),
         "held_out_by_epoch": [],
     }
@@ -214,11 +232,12 @@ def fit_move_scorer(
     if best[1] == 0:
         raise ValueError(
             f"no pass lowered the held-out loss ({_figures(report['held_out_before'])} before the fit, at best "
-            f"{min(f['loss'] for f in report['held_out_by_epoch']):.4f} after a pass): the scorer adds nothing "
-            "to this network, and nothing was written"
+            f"{min(f['loss'] for f in report['held_out_by_epoch']):.4f} after a pass): "
+            f"{'fitting the scorer further adds' if continuing else 'the scorer adds'} nothing to this network, "
+            "and nothing was written"
         )
     scorer = MoveScorer(**{name: tensor.numpy().astype(np.float32) for name, tensor in best[2].items()})
-    add_move_scorer(folder, out, scorer, report)
+    add_move_scorer(folder, out, scorer, report, replacing=continuing)
     return report
 
 
