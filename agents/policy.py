@@ -463,7 +463,7 @@ class PolicyAgent(Agent):
 
     def network_only(self) -> PolicyAgent:
         """This agent without its endgame search (agent.json's ``endgame``): every move its
-        network's (with its move scorer, where it has one), as a search reads a trained prior."""
+        network's (with its move scorer, where it reads one), as a search reads a trained prior."""
         network = PolicyAgent(
             self.rules,
             observation=self.observation,

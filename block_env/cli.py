@@ -299,7 +299,8 @@ def cmd_score_moves(args: argparse.Namespace) -> int:
         continuing=args.continuing,
     )
     print(
-        f"wrote {args.out}: {args.agent} with {'its move scorer fitted further' if args.continuing else 'a move scorer fitted'} "
+        f"wrote {args.out}: {args.agent} with "
+        f"{'its move scorer fitted further' if args.continuing else 'a move scorer fitted'} "
         f"on {report['fitted_decisions']:,} decisions "
         f"({report['fitted_rows']:,} rows with their mirror images; pass {report['kept_epoch']} kept; "
         f"report in {args.out}/move_scorer.json; play it as policy:{args.out})"

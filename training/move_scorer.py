@@ -86,8 +86,9 @@ def fit_move_scorer(
     written, where no pass lowered the held-out loss."""
     import torch
 
+    units: int = 64 if hidden is None else hidden  # with continuing, its scorer's (checked below)
     for option, value in (
-        ("--hidden", 64 if hidden is None else hidden),
+        ("--hidden", units),
         ("--epochs", epochs),
         ("--batch-size", batch_size),
     ):
@@ -104,7 +105,6 @@ def fit_move_scorer(
     rules = Rules.from_dict(metadata["rules"])
     observation = metadata["observation"]
     start = None  # with continuing, the agent's own scorer, fitted further
-    units: int = 64 if hidden is None else hidden
     if continuing:
         units = metadata[MOVE_SCORER]["hidden"]
         if hidden not in (None, units):
