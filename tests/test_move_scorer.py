@@ -283,6 +283,7 @@ def test_score_moves_continue_refuses_an_agent_without_a_scorer_and_other_units(
     assert (
         main([*base, "--agent", f"policy:{searched_decisions / 'step_0'}", "--hidden", "4", "--out", str(scored)]) == 0
     )
+    capsys.readouterr()  # the set-up fit's report
     for agent, extra, message in (
         (searched_decisions / "step_0", [], "has no move scorer to fit further"),
         (scored, ["--hidden", "8"], "--hidden 8: the scorer fitted further keeps its 4 units"),
