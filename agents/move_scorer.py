@@ -78,6 +78,12 @@ def scored_moves(rules: Rules, observation: str, observations: np.ndarray) -> tu
     return _scored_moves(rows, starts, _suit_table(rules), rules.num_players, float(2 * rules.tile_set.max_pip))
 
 
+def logit_positions(rows: np.ndarray, moves: np.ndarray, num_actions: int) -> np.ndarray:
+    """Flat indices into (k, ``num_actions``) logits of scored ``moves`` (:func:`scored_moves`'
+    rows of (row, tile, end)) placed in logit rows ``rows``: action ``2 * tile + end``."""
+    return rows * num_actions + 2 * moves[:, 1] + moves[:, 2]
+
+
 @functools.cache
 def _suit_table(rules: Rules) -> np.ndarray:
     counts = suits_of_tiles(rules).astype(np.int64)
@@ -196,8 +202,7 @@ class MoveScorer:
         moves, features = scored_moves(rules, observation, observations)
         per_row = last_hidden @ self.hidden_weight  # once per position, not per move
         inner = np.tanh(per_row[moves[:, 0]] + features @ self.move_weight + self.bias)
-        where = moves[:, 0] * rules.tile_set.num_actions + 2 * moves[:, 1] + moves[:, 2]
-        return where, inner @ self.out_weight + self.out_bias
+        return logit_positions(moves[:, 0], moves, rules.tile_set.num_actions), inner @ self.out_weight + self.out_bias
 
     def save(self, folder: Path) -> None:
         np.savez(

@@ -18,7 +18,14 @@ from typing import Any
 import numpy as np
 
 from block_env.agents import trained_agent_folder
-from block_env.agents.move_scorer import MOVE_SCORER, MoveScorer, load_move_scorer, move_feature_size, scored_moves
+from block_env.agents.move_scorer import (
+    MOVE_SCORER,
+    MoveScorer,
+    load_move_scorer,
+    logit_positions,
+    move_feature_size,
+    scored_moves,
+)
 from block_env.agents.policy import PolicyAgent, add_move_scorer, scorable_agent
 from block_env.observations import layout_for
 from block_env.rules import Rules
@@ -163,7 +170,7 @@ def fit_move_scorer(
             + weights["bias"]
         )
         scores = inner @ weights["out_weight"] + weights["out_bias"]
-        where = torch.from_numpy(rows_of_moves * actions + 2 * moves[:, 1] + moves[:, 2])
+        where = torch.from_numpy(logit_positions(rows_of_moves, moves, actions))
         return base.reshape(-1).index_add(0, where, scores).reshape(base.shape)
 
     def loss_and_agreement(masks: np.ndarray, targets: np.ndarray, values: np.ndarray | None, out_logits: Any) -> tuple:
