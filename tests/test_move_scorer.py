@@ -256,12 +256,25 @@ def test_the_score_moves_command_fits_a_scorer_that_plays_and_reports_its_passes
         env.step(action)
 
 
-def test_score_moves_continue_fits_the_agents_own_scorer_further_from_its_weights(searched_decisions, tmp_path, capsys):
-    kept = str(searched_decisions / "teacher_decisions.npz")
-    first, further = tmp_path / "first", tmp_path / "further"
-    options = ["--decisions", kept, "--epochs", "1", "--batch-size", "32", "--learning-rate", "0.003"]
-    args = ["score-moves", "--agent", f"policy:{searched_decisions / 'step_0'}", "--out", str(first)]
-    assert main([*args, "--hidden", "4", *options]) == 0
+#: score-moves options small enough for a test's decisions, shared by the first fit and the continued one.
+SMALL_FIT = ["--epochs", "1", "--batch-size", "32", "--learning-rate", "0.003"]
+
+
+@pytest.fixture(scope="module")
+def fitted_scorer(searched_decisions, tmp_path_factory):
+    """A 4-unit scorer fitted on the small run's network and decisions, for fitting further."""
+    first = tmp_path_factory.mktemp("first") / "scored"
+    args = ["score-moves", "--agent", f"policy:{searched_decisions / 'step_0'}", "--out", str(first), "--hidden", "4"]
+    assert main([*args, "--decisions", str(searched_decisions / "teacher_decisions.npz"), *SMALL_FIT]) == 0
+    return first
+
+
+def test_score_moves_continue_fits_the_agents_own_scorer_further_from_its_weights(
+    searched_decisions, fitted_scorer, tmp_path, capsys
+):
+    first, further = fitted_scorer, tmp_path / "further"
+    options = ["--decisions", str(searched_decisions / "teacher_decisions.npz"), *SMALL_FIT]
+    capsys.readouterr()  # the fixture's fit, where this test runs first
     assert main(["score-moves", "--agent", f"policy:{first}", "--continue", "--out", str(further), *options]) == 0
     assert "with its move scorer fitted further" in capsys.readouterr().out
     before, after = (json.loads((folder / "move_scorer.json").read_text()) for folder in (first, further))
@@ -276,18 +289,15 @@ def test_score_moves_continue_fits_the_agents_own_scorer_further_from_its_weight
     assert not np.array_equal(first_arrays["move_weight"], further_arrays["move_weight"])
 
 
-def test_score_moves_continue_refuses_an_agent_without_a_scorer_and_other_units(searched_decisions, tmp_path, capsys):
-    kept = str(searched_decisions / "teacher_decisions.npz")
-    scored = tmp_path / "scored"
-    base = ["score-moves", "--decisions", kept, "--epochs", "1", "--batch-size", "32", "--learning-rate", "0.003"]
-    assert (
-        main([*base, "--agent", f"policy:{searched_decisions / 'step_0'}", "--hidden", "4", "--out", str(scored)]) == 0
-    )
-    capsys.readouterr()  # the set-up fit's report
+def test_score_moves_continue_refuses_an_agent_without_a_scorer_and_other_units(
+    searched_decisions, fitted_scorer, tmp_path, capsys
+):
+    base = ["score-moves", "--decisions", str(searched_decisions / "teacher_decisions.npz"), *SMALL_FIT]
+    capsys.readouterr()  # the fixture's fit, where this test runs first
     for agent, extra, message in (
         (searched_decisions / "step_0", [], "has no move scorer to fit further"),
-        (scored, ["--hidden", "8"], "--hidden 8: the scorer fitted further keeps its 4 units"),
-        (scored, [], None),  # without --continue: refused as before
+        (fitted_scorer, ["--hidden", "8"], "--hidden 8: the scorer fitted further keeps its 4 units"),
+        (fitted_scorer, [], None),  # without --continue: refused as before
     ):
         flags = ["--continue", *extra] if message else []
         with pytest.raises(SystemExit) as exit_:
